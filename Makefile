@@ -1,0 +1,71 @@
+# voiced — build, run and test. Every cgo step (silero-vad-go links -lonnxruntime) gets its flags here.
+SHELL := /bin/bash
+GO ?= go
+ORT_DIR := $(CURDIR)/third_party/onnxruntime
+ORT_LIB := $(ORT_DIR)/libonnxruntime.so.1
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+ORT_GO_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/yalue/onnxruntime_go)
+SILERO_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/streamer45/silero-vad-go)
+
+export CGO_ENABLED := 1
+export CGO_CFLAGS = -I$(ORT_GO_DIR)
+export CGO_LDFLAGS = -L$(ORT_DIR) -Wl,-rpath,$(ORT_DIR)
+# Tests and the server find the library, the real Silero model and the reference data through these.
+export VOICED_ORT_LIB ?= $(ORT_LIB)
+export VOICED_SILERO_MODEL ?= $(SILERO_DIR)/testfiles/silero_vad.onnx
+export VOICED_SILERO_TESTFILES ?= $(SILERO_DIR)/testfiles
+export VOICED_SHARED_DATA ?= $(abspath $(CURDIR)/../shared/data)
+export VOICED_BIN ?= $(CURDIR)/bin/voiced
+
+LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_LIB) -X main.defaultSileroModel=$(SILERO_DIR)/testfiles/silero_vad.onnx
+
+BIND ?= 127.0.0.1:8200
+MOUNT ?= $(CURDIR)/var/fixture-mount
+
+.PHONY: setup build run test test-short bench fuzz vet fmt clean fixture
+
+setup:
+	scripts/install-deps.sh
+	$(GO) mod download
+	scripts/fetch-onnxruntime.sh $(ORT_DIR)
+
+build:
+	@test -f $(ORT_LIB) || { echo "ONNX Runtime missing: run 'make setup' first"; exit 1; }
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/voiced ./cmd/voiced
+
+fixture: build
+	@test -f $(MOUNT)/MODELS.sha256 || bin/voiced assets fixture $(MOUNT)
+
+# Serves on $(BIND) with the fixture mount unless VOICED_SPEECH_ASSETS names a real one.
+run: build
+	@mkdir -p var
+	@test -s var/token || head -c 24 /dev/urandom | base64 | tr -d '/+=' > var/token
+	@echo "service token: $$(cat var/token)  (var/token)"
+	@if [ -z "$$VOICED_SPEECH_ASSETS" ]; then $(MAKE) --no-print-directory fixture; fi
+	bin/voiced serve --bind $(BIND) --token-file var/token --data-dir var/data \
+		$${VOICED_SPEECH_ASSETS:+--speech-assets "$$VOICED_SPEECH_ASSETS"} \
+		$${VOICED_SPEECH_ASSETS:---speech-assets $(MOUNT)}
+
+test: build
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short: build
+	$(GO) test -count=1 -short ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+fuzz:
+	@for t in $$(grep -rl 'func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \
+		for f in $$(grep -ho 'func Fuzz[A-Za-z0-9_]*' $$t/*_test.go | cut -d' ' -f2); do \
+			echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$t || exit 1; \
+		done; done
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+clean:
+	rm -rf bin var
