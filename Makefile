@@ -23,7 +23,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_LIB) -X main.d
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
 
-.PHONY: setup build run test test-short bench fuzz vet fmt clean fixture
+.PHONY: setup build run test test-short bench fuzz vet fmt clean fixture env
 
 setup:
 	scripts/install-deps.sh
@@ -69,3 +69,7 @@ vet:
 
 clean:
 	rm -rf bin var
+
+# For working by hand: eval "$$(make -s env)" then go test ./some/package
+env:
+	@echo export CGO_ENABLED=1 CGO_CFLAGS=\"$(CGO_CFLAGS)\" CGO_LDFLAGS=\"$(CGO_LDFLAGS)\" VOICED_ORT_LIB=$(VOICED_ORT_LIB) VOICED_SILERO_MODEL=$(VOICED_SILERO_MODEL) VOICED_SILERO_TESTFILES=$(VOICED_SILERO_TESTFILES) VOICED_SHARED_DATA=$(VOICED_SHARED_DATA) VOICED_BIN=$(VOICED_BIN)
