@@ -1,0 +1,232 @@
+package whisper
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/runtime"
+)
+
+// Options configure an Engine. The zero value means the documented defaults.
+type Options struct {
+	// QueueDepth bounds the requests waiting for the model (default 64). Transcribe blocks while
+	// the queue is full: a caller that sends faster than the model decodes is slowed, never dropped.
+	QueueDepth int
+	// ModelID names the model in ready frames and health (default: the directory's base name).
+	ModelID string
+	// SkipWarmup skips the warm-up pass (tests of Load's refusals only).
+	SkipWarmup bool
+}
+
+// DefaultQueueDepth is Options.QueueDepth's default.
+const DefaultQueueDepth = 64
+
+// Result is one decoded window.
+type Result struct {
+	Text   string
+	Tokens []int         // generated ids, prompt and end-of-text excluded
+	Decode time.Duration // wall time from the owner picking the request up to the last token
+	// InModel is the part of Decode spent inside ONNX Runtime (encoder and decoder runs); Decode
+	// minus InModel is the engine's own overhead (mel, feeds, argmax, detokenisation).
+	InModel time.Duration
+	// Steps counts decoder calls.
+	Steps int
+}
+
+// Stats are the engine's load figures and its queue now.
+type Stats struct {
+	ModelID            string
+	LoadMs             float64
+	WarmupMs           float64
+	ResidentDeltaBytes int64 // VmRSS after load and warm-up minus before
+	QueueDepth         int   // requests waiting plus the one running
+	Decodes            int64
+}
+
+// Engine is Whisper on ONNX Runtime: one goroutine (the owner) holds the encoder and decoder
+// sessions and serves requests from a bounded queue, one forward pass at a time.
+type Engine struct {
+	modelID string
+	model   *model // owned by the owner goroutine after Load returns
+
+	jobs    chan job
+	quit    chan struct{} // closed by Close
+	done    chan struct{} // closed when the owner has exited and destroyed the sessions
+	closing sync.Once
+	running atomic.Int32
+	decodes atomic.Int64
+
+	loadMs, warmupMs float64
+	residentDelta    int64
+}
+
+type job struct {
+	ctx   context.Context
+	pcm   []float32
+	reply chan jobResult // buffered: the owner never waits for the caller
+}
+
+type jobResult struct {
+	res Result
+	err error
+}
+
+// Load reads the model directory (config.json, generation_config.json, tokenizer.json,
+// encoder_model.onnx, decoder_model_merged.onnx), opens both sessions on env, runs a warm-up pass
+// and starts the owner goroutine.
+func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Engine, error) {
+	if opts.QueueDepth < 0 {
+		return nil, fmt.Errorf("whisper: queue depth must be >= 0, got %d", opts.QueueDepth)
+	}
+	if opts.QueueDepth == 0 {
+		opts.QueueDepth = DefaultQueueDepth
+	}
+	if opts.ModelID == "" {
+		opts.ModelID = filepath.Base(filepath.Clean(dir))
+	}
+	rssBefore := residentBytes()
+	start := time.Now()
+	m, err := openModel(env, dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		modelID: opts.ModelID,
+		model:   m,
+		jobs:    make(chan job, opts.QueueDepth),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		loadMs:  ms(time.Since(start)),
+	}
+	if !opts.SkipWarmup {
+		warm := time.Now()
+		// One second of silence through the whole path: the first pass is several times slower
+		// than every later one, and no caller should pay for it.
+		if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate)); err != nil {
+			m.destroy()
+			return nil, fmt.Errorf("whisper warm-up: %w", err)
+		}
+		e.warmupMs = ms(time.Since(warm))
+	}
+	e.residentDelta = residentBytes() - rssBefore
+	go e.own()
+	return e, nil
+}
+
+// Transcribe decodes at most 30 s of 16 kHz mono audio. It waits for room in the queue and for
+// the owner; ctx cancels the wait and the decode (between decoder steps).
+func (e *Engine) Transcribe(ctx context.Context, pcm16k []float32) (Result, error) {
+	if len(pcm16k) > audio.WhisperSamples {
+		return Result{}, fmt.Errorf("%w: %d samples (at most %d)", ErrAudioTooLong, len(pcm16k), audio.WhisperSamples)
+	}
+	j := job{ctx: ctx, pcm: pcm16k, reply: make(chan jobResult, 1)}
+	select {
+	case e.jobs <- j:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	case <-e.quit:
+		return Result{}, ErrClosed
+	}
+	select {
+	case r := <-j.reply:
+		return r.res, r.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	case <-e.done:
+		select {
+		case r := <-j.reply:
+			return r.res, r.err
+		default:
+			return Result{}, ErrClosed
+		}
+	}
+}
+
+// own is the owner goroutine: the only one that touches the sessions after Load.
+func (e *Engine) own() {
+	defer close(e.done)
+	defer e.model.destroy()
+	for {
+		select {
+		case <-e.quit:
+			for {
+				select {
+				case j := <-e.jobs:
+					j.reply <- jobResult{err: ErrClosed}
+				default:
+					return
+				}
+			}
+		case j := <-e.jobs:
+			e.running.Store(1)
+			var r jobResult
+			if err := j.ctx.Err(); err != nil {
+				r.err = err
+			} else {
+				r.res, r.err = e.model.transcribe(j.ctx, j.pcm)
+				e.decodes.Add(1)
+			}
+			e.running.Store(0)
+			j.reply <- r
+		}
+	}
+}
+
+// Stats reports the load figures and the queue now.
+func (e *Engine) Stats() Stats {
+	return Stats{
+		ModelID:            e.modelID,
+		LoadMs:             e.loadMs,
+		WarmupMs:           e.warmupMs,
+		ResidentDeltaBytes: e.residentDelta,
+		QueueDepth:         len(e.jobs) + int(e.running.Load()),
+		Decodes:            e.decodes.Load(),
+	}
+}
+
+// ModelID names the model (the directory's base name unless Options.ModelID said otherwise).
+func (e *Engine) ModelID() string { return e.modelID }
+
+// Close stops the owner, refuses what is still queued with ErrClosed, and destroys every
+// session and tensor. It waits for a decode in flight to finish its current step.
+func (e *Engine) Close() error {
+	e.closing.Do(func() { close(e.quit) })
+	<-e.done
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// residentBytes reads VmRSS from /proc/self/status; 0 where there is none.
+func residentBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			f := bytes.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb * 1024
+		}
+	}
+	return 0
+}
+

@@ -1,0 +1,17 @@
+package whisper
+
+import "errors"
+
+// Sentinel errors, matched with errors.Is. Load wraps them with the file and the cure.
+var (
+	// ErrConfig: config.json, generation_config.json or tokenizer.json is missing, unreadable or
+	// inconsistent with the ONNX graphs.
+	ErrConfig = errors.New("whisper model files are inconsistent")
+	// ErrUnsupportedIO: a graph declares an input or output this engine cannot feed or read
+	// (float16 I/O, an unknown input name, a missing logits output).
+	ErrUnsupportedIO = errors.New("whisper graph I/O unsupported")
+	// ErrAudioTooLong: Transcribe takes at most one 30 s window; callers cut longer audio.
+	ErrAudioTooLong = errors.New("audio longer than one 30 s whisper window")
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("whisper engine closed")
+)
