@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/voiced/voiced/speechcore"
+)
+
+// App is what components share. Components fill it in start order: a component reads only what
+// an earlier order put there. To share something new (a meter store, a ticket store), add a field
+// here with a comment naming the component that sets it.
+type App struct {
+	Version string
+	Log     *slog.Logger
+
+	// Speech is the speech service (set by the speech component, orderSpeech). Doors that need
+	// the mount wrap themselves with Speech.Guard.
+	Speech *speechcore.Service
+	// Sockets tracks hijacked WebSocket connections for graceful shutdown (same as Speech.Sockets).
+	Sockets *speechcore.Sockets
+	// Voice reports the conversations' capacity for /health (set by the conversation component;
+	// nil reports ok:false, busy:0, capacity:0).
+	Voice speechcore.VoiceReporter
+
+	mux      *http.ServeMux
+	auth     func(http.Handler) http.Handler // set by the auth component
+	flagSet  *flag.FlagSet
+	fromEnv  map[string]string // flag name -> variable it was read from
+	mu       sync.Mutex
+	shutdown []func(context.Context) error
+}
+
+// Handle puts a route that needs the service token (Authorization: Bearer <token>) on the mux.
+func (a *App) Handle(pattern string, h http.Handler) {
+	a.mux.Handle(pattern, requireAuth(a, h))
+}
+
+// HandleFunc is Handle for a function.
+func (a *App) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	a.Handle(pattern, http.HandlerFunc(h))
+}
+
+// HandlePublic puts a route on the mux without the service-token check: public routes (/health,
+// /) and routes that authenticate their own way (principal JWT, ticket).
+func (a *App) HandlePublic(pattern string, h http.Handler) {
+	a.mux.Handle(pattern, h)
+}
+
+// OnShutdown adds a hook run at shutdown after the listener closed and sockets drained; hooks
+// run in reverse order of registration. Component stops are registered the same way.
+func (a *App) OnShutdown(fn func(context.Context) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.shutdown = append(a.shutdown, fn)
+}
+
+// FromCommandLine reports whether flag name was given on the command line (not from VOICED_*).
+func (a *App) FromCommandLine(name string) bool {
+	set := false
+	a.flagSet.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set && a.fromEnv[name] == ""
+}
+
+func requireAuth(a *App, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.auth == nil {
+			// No auth component ran: refuse rather than serve open.
+			speechcore.WriteError(w, errUnauthorized)
+			return
+		}
+		a.auth(h).ServeHTTP(w, r)
+	})
+}

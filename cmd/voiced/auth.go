@@ -1,0 +1,96 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/voiced/voiced/speechcore"
+)
+
+var errUnauthorized = speechcore.NewRefusal(http.StatusUnauthorized, "unauthorized",
+	"this route needs the service token: Authorization: Bearer <token>")
+
+func init() {
+	register("auth", orderCore, func() *component {
+		var tokenFile string
+		var insecure bool
+		return &component{
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&tokenFile, "token-file", "", "file holding the service token (surrounding whitespace trimmed); VOICED_TOKEN may hold the token itself")
+				fs.BoolVar(&insecure, "insecure-no-auth", false, "serve without a service token (development only: every route is open)")
+			},
+			validate: func(app *App) error {
+				token, source, err := serviceToken(app, tokenFile)
+				if err != nil {
+					return err
+				}
+				switch {
+				case token == nil && !insecure:
+					return errors.New("no service token: give --token-file FILE or VOICED_TOKEN=<token> " +
+						"(or --insecure-no-auth to serve every route open, for development only)")
+				case token != nil && insecure:
+					return fmt.Errorf("--insecure-no-auth and a service token (%s) both given: choose one", source)
+				case insecure:
+					app.Log.Warn("serving WITHOUT a service token (--insecure-no-auth): every route is open")
+					app.auth = func(h http.Handler) http.Handler { return h }
+				default:
+					app.auth = bearer(token)
+				}
+				return nil
+			},
+		}
+	})
+}
+
+// serviceToken finds the token: --token-file on the command line, else VOICED_TOKEN, else
+// VOICED_TOKEN_FILE. It returns nil when none is configured; an empty or unreadable one is an error.
+func serviceToken(app *App, tokenFile string) (token []byte, source string, err error) {
+	envToken, envSet := lookupEnv("VOICED_TOKEN")
+	var raw string
+	switch {
+	case tokenFile != "" && (app.FromCommandLine("token-file") || !envSet):
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("read the service token file (--token-file): %w", err)
+		}
+		raw, source = string(b), "--token-file "+tokenFile
+	case envSet:
+		raw, source = envToken, "VOICED_TOKEN"
+	default:
+		return nil, "", nil
+	}
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, "", fmt.Errorf("the service token from %s is empty", source)
+	}
+	return []byte(raw), source, nil
+}
+
+// bearer checks Authorization: Bearer <token> in constant time (both sides hashed first, so the
+// comparison does not leak the token's length either).
+func bearer(token []byte) func(http.Handler) http.Handler {
+	want := sha256.Sum256(token)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := r.Header.Get("Authorization")
+			scheme, given, ok := strings.Cut(h, " ")
+			got := sha256.Sum256([]byte(strings.TrimSpace(given)))
+			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+				challenge := `Bearer realm="voiced"`
+				if h != "" {
+					challenge += `, error="invalid_token"`
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+				speechcore.WriteError(w, errUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

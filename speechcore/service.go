@@ -1,0 +1,250 @@
+package speechcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore/runtime"
+)
+
+// DefaultMaxSessions is the speech session cap when Config.MaxSessions is 0.
+const DefaultMaxSessions = 128
+
+// LatencyBarMs is the first-token / first-frame bar the doors are held to (reported by health).
+const LatencyBarMs = 300
+
+// Config says how the speech service starts. Zero values mean the documented defaults.
+type Config struct {
+	// AssetsDir is the speech-asset mount; "" means nothing is mounted: the server serves and every
+	// speech route answers 503 speech_assets_not_mounted.
+	AssetsDir string
+	// Runtime is the ONNX Runtime environment (library path, device, threads).
+	Runtime runtime.Config
+	// MaxSessions caps concurrent speech sessions (default DefaultMaxSessions).
+	MaxSessions int
+	// Sockets is the hijacked-socket registry shared with the rest of the server (default: a new one).
+	Sockets *Sockets
+	// Log receives the service's start-up and refusal logs (default slog.Default()).
+	Log *slog.Logger
+}
+
+// Service owns the speech side of the process: the verified mount, the ONNX Runtime environment,
+// the engines, the session gate and the hijacked-socket registry. Doors read it; only Start and
+// Close change it.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+
+	// Set by Start, read-only afterwards.
+	Mount *assets.Mount // nil when not mounted
+	Env   *runtime.Env
+	// Per-model load figures for /v1/speech/health, filled by the loaders in Start.
+	Transcription ModelStats
+	Synthesis     ModelStats
+	VAD           ModelStats
+
+	Gate    *Gate
+	Sockets *Sockets
+
+	warm atomic.Bool
+
+	mu     sync.Mutex
+	doors  map[string]http.Handler // pattern -> door, from Handle
+	closed bool
+}
+
+// ModelStats are what this process measured of one model at start. Zero until it is loaded.
+type ModelStats struct {
+	Loaded             bool
+	LoadMs             float64
+	WarmupMs           float64
+	ResidentDeltaBytes int64
+	// QueueDepth reports the model's queued requests now; nil reports 0.
+	QueueDepth func() int
+}
+
+// New validates cfg and returns a service that has not started.
+func New(cfg Config) (*Service, error) {
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSessions < 0 {
+		return nil, fmt.Errorf("speech: max sessions must be > 0, got %d", cfg.MaxSessions)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Sockets == nil {
+		cfg.Sockets = NewSockets()
+	}
+	return &Service{
+		cfg:     cfg,
+		log:     cfg.Log,
+		Gate:    NewGate(cfg.MaxSessions),
+		Sockets: cfg.Sockets,
+		doors:   map[string]http.Handler{},
+	}, nil
+}
+
+// Start opens the mount (a refusal refuses the start), opens the ONNX Runtime environment, loads
+// every engine and runs its warm-up pass. Warm is true only after every model has warmed up;
+// Start returns before the listener is bound, so a listening server is a warm one.
+func (s *Service) Start(ctx context.Context) error {
+	if s.cfg.AssetsDir != "" {
+		m, err := assets.Open(s.cfg.AssetsDir)
+		if err != nil {
+			return fmt.Errorf("speech assets: %w", err)
+		}
+		s.Mount = m
+		s.log.Info("speech assets verified", "mount", m.Dir, "version", m.Version, "filesProved", m.FilesProved(), "voices", m.Voices())
+	} else {
+		s.log.Warn("no speech assets mounted: speech routes answer 503 speech_assets_not_mounted (set --speech-assets or VOICED_SPEECH_ASSETS)")
+	}
+	env, err := runtime.Open(s.cfg.Runtime)
+	if err != nil {
+		return fmt.Errorf("onnx runtime: %w", err)
+	}
+	s.Env = env
+	s.log.Info("onnx runtime open", "version", env.Version(), "device", env.Device(), "executionProvider", env.ExecutionProvider())
+	if s.Mount == nil {
+		return nil
+	}
+	if err := s.loadModels(ctx); err != nil {
+		return err
+	}
+	// Warm only when every model the doors need is loaded and warmed: a partial set is not warm.
+	if s.Transcription.Loaded && s.Synthesis.Loaded && s.VAD.Loaded {
+		s.warm.Store(true)
+	} else {
+		s.log.Warn("speech models not all loaded: doors answer 503 speech_not_warm",
+			"transcription", s.Transcription.Loaded, "synthesis", s.Synthesis.Loaded, "vad", s.VAD.Loaded)
+	}
+	return nil
+}
+
+// loadModels loads and warms each engine, measuring load time, warm-up time and the VmRSS delta.
+// The Whisper and Kokoro engines and the squelch model are wired here as their packages land.
+func (s *Service) loadModels(ctx context.Context) error {
+	return ctx.Err()
+}
+
+// Close releases the engines and the runtime environment. Sockets must have drained first.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.warm.Store(false)
+	var errs []error
+	if s.Env != nil {
+		errs = append(errs, s.Env.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Mounted reports whether a verified mount is open.
+func (s *Service) Mounted() bool { return s.Mount != nil }
+
+// Warm reports whether every model has loaded and run its warm-up pass.
+func (s *Service) Warm() bool { return s.warm.Load() }
+
+// Router is where routes are put: *http.ServeMux, or the server's token-checking router.
+type Router interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+// Handle claims a speech route for a door. Call it before Register; Register wraps the door with
+// Guard, so the door itself runs only on a mounted, warm service.
+func (s *Service) Handle(pattern string, door http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.doors[pattern]; dup {
+		panic("speechcore: route registered twice: " + pattern)
+	}
+	s.doors[pattern] = door
+}
+
+// Register puts every speech route on r. A route whose door is not written yet answers
+// 501 not_implemented when mounted; every speech route answers 503 speech_assets_not_mounted
+// when nothing is mounted, and 503 speech_not_warm before the models are warm.
+func (s *Service) Register(r Router) {
+	s.routes()
+	r.Handle("GET /v1/speech/health", http.HandlerFunc(s.serveHealth))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pattern := range SpeechRoutes {
+		door, ok := s.doors[pattern]
+		if !ok {
+			door = notImplemented(pattern)
+		}
+		r.Handle(pattern, s.Guard(door))
+	}
+	for pattern, door := range s.doors {
+		if !isSpeechRoute(pattern) {
+			r.Handle(pattern, s.Guard(door))
+		}
+	}
+}
+
+// SpeechRoutes are the raw speech doors (SPEC §3). The conversation's routes (/v1/voice*,
+// /v1/realtime*) are the session's; it wraps them with Guard itself.
+var SpeechRoutes = []string{
+	"GET /v1/transcribe",
+	"GET /v1/synthesize",
+	"GET /v1/speak/stream",
+	"POST /v1/audio/transcriptions",
+	"POST /v1/audio/speech",
+	"POST /v1/audio/transcript",
+	"POST /v1/audio/transcript/{id}",
+	"DELETE /v1/audio/transcript/{id}",
+}
+
+func isSpeechRoute(pattern string) bool {
+	for _, p := range SpeechRoutes {
+		if p == pattern {
+			return true
+		}
+	}
+	return false
+}
+
+// Guard answers 503 speech_assets_not_mounted when nothing is mounted and 503 speech_not_warm
+// before the models are warm; otherwise it hands the request to next.
+func (s *Service) Guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Ready(); err != nil {
+			WriteError(w, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Ready returns ErrNotMounted or ErrNotWarm when a speech door cannot serve, nil when it can.
+func (s *Service) Ready() error {
+	if s.Mount == nil {
+		return ErrNotMounted
+	}
+	if !s.warm.Load() {
+		return ErrNotWarm
+	}
+	return nil
+}
+
+// ErrNotImplemented answers a speech route whose door is not built into this binary.
+var ErrNotImplemented = &Refusal{Status: http.StatusNotImplemented, Name: "not_implemented",
+	Message: "this door is not built into this voiced binary"}
+
+func notImplemented(pattern string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, Refuse(ErrNotImplemented, pattern+" is not built into this voiced binary"))
+	})
+}
