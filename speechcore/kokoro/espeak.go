@@ -1,0 +1,79 @@
+package kokoro
+
+/*
+#cgo LDFLAGS: -lespeak-ng
+#include <stdlib.h>
+#include <espeak-ng/speak_lib.h>
+
+// IPA output with '^' as the tie inside multi-letter phonemes (a^ɪ, t^ʃ), as misaki's fallback
+// asks of phonemizer (tie='^').
+static const int voicedPhonemeMode = espeakPHONEMES_IPA | espeakPHONEMES_TIE | ('^' << 8);
+
+static const char *voiced_next_clause(const void **text) {
+	return espeak_TextToPhonemes(text, espeakCHARS_UTF8, voicedPhonemeMode);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// espeak is the process's one espeak-ng instance. The library keeps global state and is not
+// thread-safe, so every call holds mu.
+var espeak struct {
+	mu      sync.Mutex
+	voice   string
+	initErr error
+	inited  bool
+}
+
+// espeakVoice is the espeak-ng voice misaki's American fallback uses.
+const espeakVoice = "en-us"
+
+func espeakInit() error {
+	if espeak.inited {
+		return espeak.initErr
+	}
+	espeak.inited = true
+	// DONT_EXIT: a missing data directory must be an error, not the end of the process.
+	if rate := C.espeak_Initialize(C.AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, C.espeakINITIALIZE_DONT_EXIT); rate < 0 {
+		espeak.initErr = fmt.Errorf("%w: espeak_Initialize failed (is espeak-ng-data installed?)", ErrEspeak)
+		return espeak.initErr
+	}
+	name := C.CString(espeakVoice)
+	defer C.free(unsafe.Pointer(name))
+	if rc := C.espeak_SetVoiceByName(name); rc != C.EE_OK {
+		espeak.initErr = fmt.Errorf("%w: voice %s not found (code %d)", ErrEspeak, espeakVoice, int(rc))
+		return espeak.initErr
+	}
+	espeak.voice = espeakVoice
+	return nil
+}
+
+// espeakIPA returns espeak-ng's raw IPA for text (tie '^', stress marks kept), clauses joined
+// by a space. Punctuation is not reported by espeak; callers pass words.
+func espeakIPA(text string) (string, error) {
+	espeak.mu.Lock()
+	defer espeak.mu.Unlock()
+	if err := espeakInit(); err != nil {
+		return "", err
+	}
+	ctext := C.CString(text)
+	defer C.free(unsafe.Pointer(ctext))
+	ptr := unsafe.Pointer(ctext)
+	var clauses []string
+	for ptr != nil {
+		out := C.voiced_next_clause(&ptr)
+		if out == nil {
+			break
+		}
+		if s := strings.TrimSpace(C.GoString(out)); s != "" {
+			clauses = append(clauses, s)
+		}
+	}
+	return strings.Join(clauses, " "), nil
+}

@@ -1,0 +1,89 @@
+package kokoro
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LexiconFiles are read from the model directory's lexicon/ folder, in this order; a word found
+// in an earlier file wins. Both are optional (SPEC §4): without them every word goes to espeak-ng.
+var LexiconFiles = []string{"us_gold.json", "us_silver.json"}
+
+// Lexicon maps words to misaki phonemes.
+type Lexicon map[string]string
+
+// LoadLexicon reads every file of LexiconFiles present in dir into one lexicon. A missing file is
+// skipped; a malformed one is an error. Entries are either a phoneme string or a dict keyed by
+// part of speech, of which DEFAULT is used (voiced does no tagging).
+func LoadLexicon(dir string) (Lexicon, error) {
+	lex := Lexicon{}
+	for _, name := range LexiconFiles {
+		path := filepath.Join(dir, name)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read lexicon: %w", err)
+		}
+		if err := lex.add(b); err != nil {
+			return nil, fmt.Errorf("lexicon %s: %w", name, err)
+		}
+	}
+	return lex, nil
+}
+
+func (lex Lexicon) add(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for word, v := range raw {
+		if _, seen := lex[word]; seen {
+			continue
+		}
+		var ps string
+		if len(v) > 0 && v[0] == '{' {
+			var byPOS map[string]*string
+			if err := json.Unmarshal(v, &byPOS); err != nil {
+				return fmt.Errorf("entry %q: %w", word, err)
+			}
+			if d := byPOS["DEFAULT"]; d != nil {
+				ps = *d
+			}
+		} else if err := json.Unmarshal(v, &ps); err != nil {
+			var null *string
+			if json.Unmarshal(v, &null) == nil && null == nil {
+				continue
+			}
+			return fmt.Errorf("entry %q: %w", word, err)
+		}
+		if ps != "" {
+			lex[word] = ps
+		}
+	}
+	return nil
+}
+
+// Lookup finds word as written, then lower-case, then capitalised.
+func (lex Lexicon) Lookup(word string) (string, bool) {
+	if ps, ok := lex[word]; ok {
+		return ps, true
+	}
+	lower := strings.ToLower(word)
+	if ps, ok := lex[lower]; ok {
+		return ps, true
+	}
+	if lower != "" {
+		title := strings.ToUpper(lower[:1]) + lower[1:]
+		if ps, ok := lex[title]; ok {
+			return ps, true
+		}
+	}
+	return "", false
+}
