@@ -282,18 +282,17 @@ func hashAll(dir string, root *os.Root, entries []Entry) []Verdict {
 
 func verify(dir string, root *os.Root, e Entry, buf []byte) Verdict {
 	v := Verdict{Entry: e}
-	got, err := hashIn(root, e.Path, buf)
+	got, opened, err := hashIn(root, e.Path, buf)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case !opened && errors.Is(err, fs.ErrNotExist):
 		v.Err = &Error{File: e.Path, Err: ErrFileMissing, Problem: err.Error(),
 			Cure: "the mount is missing a listed file (half-synced?): finish the sync, " + checkByHand}
-	case err != nil && !errors.Is(err, fs.ErrPermission) && existsOutside(dir, e.Path):
-		// os.Root refused a file that exists by its plain path: a symbolic link leads out.
+	case !opened && escapesMount(dir, e.Path):
 		v.Err = &Error{File: e.Path, Err: ErrPathEscapes, Problem: err.Error(),
 			Cure: "a symbolic link in the mount points outside it: place the file inside the mount"}
 	case err != nil:
 		v.Err = &Error{File: e.Path, Err: ErrFileUnreadable, Problem: err.Error(),
-			Cure: "make the file a readable regular file, " + checkByHand}
+			Cure: "make it a readable regular file, " + checkByHand}
 	case got != e.Digest:
 		v.Got = got
 		v.Err = &Error{File: e.Path, Err: ErrDigestMismatch, Problem: fmt.Sprintf("manifest %s, file %s", e.Digest, got),
@@ -304,27 +303,37 @@ func verify(dir string, root *os.Root, e Entry, buf []byte) Verdict {
 	return v
 }
 
-func hashIn(root *os.Root, rel string, buf []byte) (string, error) {
+// hashIn hashes rel inside root; opened says whether os.Root let the file be opened at all.
+func hashIn(root *os.Root, rel string, buf []byte) (sum string, opened bool, err error) {
 	f, err := root.Open(filepath.FromSlash(rel))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", err
+		return "", true, err
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", rel)
+		return "", true, fmt.Errorf("%s is not a regular file", rel)
 	}
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
-		return "", err
+		return "", true, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), true, nil
 }
 
-func existsOutside(dir, rel string) bool {
-	_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel)))
-	return err == nil
+// escapesMount reports whether rel, with its symbolic links resolved, lies outside dir.
+func escapesMount(dir, rel string) bool {
+	base, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	target, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return false
+	}
+	inside, err := filepath.Rel(base, target)
+	return err != nil || inside == ".." || strings.HasPrefix(inside, ".."+string(filepath.Separator))
 }
