@@ -1,0 +1,220 @@
+package meter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Config says how often counts are written and what a principal may use.
+type Config struct {
+	// FlushEvery bounds what a crash can lose: counts are written at least this often (default 1 s).
+	FlushEvery time.Duration
+	// QuotaSecondsPerDay caps heard+spoken seconds per principal per UTC day; 0 means no quota.
+	QuotaSecondsPerDay float64
+	// Now is the clock (default time.Now); tests pass their own.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+type key struct{ principal, org, door, day string }
+
+type counts struct{ heard, spoken float64 }
+
+// Meter accumulates seconds in memory and writes them to its Store at every Flush (a turn's end)
+// and at least every FlushEvery, in one transaction per write. A write that fails keeps its
+// counts and is retried on the next tick: metering catches up when the store returns, and the
+// failure is reported by name (log, Stats, ErrStoreDown from Flush) — never dropped silently.
+type Meter struct {
+	cfg   Config
+	store Store
+
+	mu      sync.Mutex
+	pending map[key]counts // owned by mu: counts not yet in the store
+	failed  int            // owned by mu: consecutive failed writes
+	lastErr error          // owned by mu
+	closed  bool           // owned by mu
+
+	writeMu sync.Mutex // one write at a time keeps pending/store consistent
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// Stats is the meter's health.
+type Stats struct {
+	PendingKeys  int    `json:"pendingKeys"`
+	FailedWrites int    `json:"failedWrites"`
+	LastError    string `json:"lastError,omitempty"`
+	StoreHealthy bool   `json:"storeHealthy"`
+}
+
+// New starts a meter on store; Close stops it and writes what is pending.
+func New(store Store, cfg Config) *Meter {
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	m := &Meter{cfg: cfg, store: store, pending: map[key]counts{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go m.loop()
+	return m
+}
+
+func (m *Meter) loop() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			m.Flush(ctx)
+			cancel()
+		}
+	}
+}
+
+// Add counts seconds heard and spoken for a principal at a door. It never blocks on the store.
+func (m *Meter) Add(principal, org, door string, heard, spoken float64) {
+	if heard <= 0 && spoken <= 0 {
+		return
+	}
+	k := key{principal, org, door, Day(m.cfg.Now())}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.pending[k]
+	c.heard += heard
+	c.spoken += spoken
+	m.pending[k] = c
+}
+
+// Flush writes every pending count in one transaction. On failure the counts stay pending and
+// the error (wrapping ErrStoreDown) is returned and kept for Stats.
+func (m *Meter) Flush(ctx context.Context) error {
+	m.writeMu.Lock()
+	defer m.writeMu.Unlock()
+	m.mu.Lock()
+	batch := m.pending
+	m.pending = map[key]counts{}
+	m.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	recs := make([]Record, 0, len(batch))
+	for k, c := range batch {
+		at, _ := time.Parse(time.DateOnly, k.day)
+		recs = append(recs, Record{Principal: k.principal, Org: k.org, Door: k.door, At: at, Heard: c.heard, Spoken: c.spoken})
+	}
+	err := m.store.Add(ctx, recs)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		for k, c := range batch { // put them back: nothing paid for is lost
+			p := m.pending[k]
+			p.heard += c.heard
+			p.spoken += c.spoken
+			m.pending[k] = p
+		}
+		m.failed++
+		m.lastErr = err
+		m.cfg.Log.Error("meter write failed; counts kept and retried", "err", err, "failedWrites", m.failed, "pendingKeys", len(m.pending))
+		if !errors.Is(err, ErrStoreDown) {
+			err = fmt.Errorf("%w: %v", ErrStoreDown, err)
+		}
+		return err
+	}
+	if m.failed > 0 {
+		m.cfg.Log.Info("meter caught up", "afterFailedWrites", m.failed)
+	}
+	m.failed, m.lastErr = 0, nil
+	return nil
+}
+
+// Used returns the seconds (heard+spoken) a principal has used today: what the store holds for
+// today plus what is pending here.
+func (m *Meter) Used(ctx context.Context, principal string) (float64, error) {
+	now := m.cfg.Now()
+	rows, err := m.store.Usage(ctx, Filter{Principal: principal, From: now, To: now})
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, r := range rows {
+		total += r.Heard + r.Spoken
+	}
+	day := Day(now)
+	m.mu.Lock()
+	for k, c := range m.pending {
+		if k.principal == principal && k.day == day {
+			total += c.heard + c.spoken
+		}
+	}
+	m.mu.Unlock()
+	return total, nil
+}
+
+// Remaining returns the seconds a principal may still use today, or -1 when there is no quota.
+func (m *Meter) Remaining(ctx context.Context, principal string) (float64, error) {
+	if m.cfg.QuotaSecondsPerDay <= 0 {
+		return -1, nil
+	}
+	used, err := m.Used(ctx, principal)
+	if err != nil {
+		return 0, err
+	}
+	left := m.cfg.QuotaSecondsPerDay - used
+	if left < 0 {
+		left = 0
+	}
+	return left, nil
+}
+
+// CheckQuota refuses with ErrQuotaExceeded when the principal has nothing left today.
+func (m *Meter) CheckQuota(ctx context.Context, principal string) error {
+	left, err := m.Remaining(ctx, principal)
+	if err != nil {
+		return err
+	}
+	if left == 0 {
+		return fmt.Errorf("%w: %s has used its %.0f seconds for %s (UTC)", ErrQuotaExceeded, principal, m.cfg.QuotaSecondsPerDay, Day(m.cfg.Now()))
+	}
+	return nil
+}
+
+// Usage reads the store.
+func (m *Meter) Usage(ctx context.Context, f Filter) ([]Row, error) { return m.store.Usage(ctx, f) }
+
+// Stats reports the meter's health.
+func (m *Meter) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Stats{PendingKeys: len(m.pending), FailedWrites: m.failed, StoreHealthy: m.failed == 0}
+	if m.lastErr != nil {
+		s.LastError = m.lastErr.Error()
+	}
+	return s
+}
+
+// Close stops the ticker and writes what is pending.
+func (m *Meter) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	<-m.done
+	return m.Flush(ctx)
+}

@@ -1,0 +1,205 @@
+package meter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openSQLite(t *testing.T) *SQL {
+	t.Helper()
+	s, err := OpenSQLite(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// stores returns the stores to run against: SQLite always, Postgres when VOICED_TEST_POSTGRES_DSN is set
+// (.ci/run starts a real server and sets it).
+func stores(t *testing.T) map[string]Store {
+	out := map[string]Store{"sqlite": openSQLite(t)}
+	if dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN"); dsn != "" {
+		pg, err := OpenPostgres(context.Background(), dsn)
+		if err != nil {
+			t.Fatalf("postgres at VOICED_TEST_POSTGRES_DSN: %v", err)
+		}
+		// Each test uses principals of its own name, so runs don't see each other's rows.
+		t.Cleanup(func() { pg.Close() })
+		out["postgres"] = pg
+	} else {
+		t.Log("VOICED_TEST_POSTGRES_DSN unset: Postgres store not exercised here")
+	}
+	return out
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestStoreAddsAndFilters(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			p := "alice-" + t.Name() + time.Now().Format("150405.000000")
+			d1 := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+			d2 := d1.Add(2 * time.Minute) // next UTC day
+			if err := s.Add(ctx, []Record{
+				{Principal: p, Org: "acme", Door: DoorConversation, At: d1, Heard: 1.5, Spoken: 2},
+				{Principal: p, Org: "acme", Door: DoorConversation, At: d1, Heard: 0.5},
+				{Principal: p, Org: "acme", Door: DoorTranscribe, At: d2, Heard: 3},
+				{Principal: p + "-bob", Org: "other", Door: DoorSynthesize, At: d2, Spoken: 4},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := s.Usage(ctx, Filter{Principal: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 2 || rows[0].Day != "2026-03-01" || !near(rows[0].Heard, 2) || !near(rows[0].Spoken, 2) || rows[1].Day != "2026-03-02" || !near(rows[1].Heard, 3) {
+				t.Fatalf("rows = %+v", rows)
+			}
+			rows, _ = s.Usage(ctx, Filter{Principal: p, From: d2, To: d2})
+			if len(rows) != 1 || rows[0].Door != DoorTranscribe {
+				t.Fatalf("day filter rows = %+v", rows)
+			}
+			rows, _ = s.Usage(ctx, Filter{Org: "other", Principal: p + "-bob"})
+			if len(rows) != 1 || !near(rows[0].Spoken, 4) {
+				t.Fatalf("org filter rows = %+v", rows)
+			}
+		})
+	}
+}
+
+func TestMigrationsAreIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ {
+		s, err := OpenSQLite(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		s.Close()
+	}
+}
+
+// flaky is a store that refuses writes while down, as a Postgres that went away would.
+type flaky struct {
+	Store
+	mu   sync.Mutex
+	down bool
+}
+
+func (f *flaky) Add(ctx context.Context, recs []Record) error {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return errors.New("connection refused")
+	}
+	return f.Store.Add(ctx, recs)
+}
+
+func TestMeterKeepsCountsWhileStoreIsDown(t *testing.T) {
+	store := &flaky{Store: openSQLite(t), down: true}
+	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
+	m := New(store, Config{FlushEvery: time.Hour, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	m.Add("carol", "acme", DoorConversation, 1.25, 0.75)
+	err := m.Flush(ctx)
+	if !errors.Is(err, ErrStoreDown) {
+		t.Fatalf("Flush while down = %v, want ErrStoreDown", err)
+	}
+	if st := m.Stats(); st.FailedWrites != 1 || st.StoreHealthy || st.PendingKeys != 1 || st.LastError == "" {
+		t.Fatalf("stats while down = %+v", st)
+	}
+	m.Add("carol", "acme", DoorConversation, 1, 0)
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	if err := m.Close(ctx); err != nil {
+		t.Fatalf("Close after recovery: %v", err)
+	}
+	rows, _ := store.Usage(ctx, Filter{Principal: "carol"})
+	if len(rows) != 1 || !near(rows[0].Heard, 2.25) || !near(rows[0].Spoken, 0.75) {
+		t.Fatalf("after catch-up rows = %+v", rows)
+	}
+}
+
+func TestQuota(t *testing.T) {
+	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
+	m := New(openSQLite(t), Config{FlushEvery: time.Hour, QuotaSecondsPerDay: 10, Now: func() time.Time { return now }})
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	if left, _ := m.Remaining(ctx, "dave"); left != 10 {
+		t.Fatalf("remaining fresh = %v", left)
+	}
+	m.Add("dave", "", DoorConversation, 4, 2) // pending counts too
+	if left, _ := m.Remaining(ctx, "dave"); !near(left, 4) {
+		t.Fatalf("remaining after 6 s pending = %v", left)
+	}
+	m.Flush(ctx)
+	m.Add("dave", "", DoorConversation, 4, 0)
+	if err := m.CheckQuota(ctx, "dave"); !errors.Is(err, ErrQuotaExceeded) {
+		t.Fatalf("CheckQuota at 10/10 = %v", err)
+	}
+	now = now.Add(24 * time.Hour) // a new UTC day starts fresh
+	if err := m.CheckQuota(ctx, "dave"); err != nil {
+		t.Fatalf("next day CheckQuota = %v", err)
+	}
+	noQuota := New(openSQLite(t), Config{})
+	defer noQuota.Close(ctx)
+	if left, _ := noQuota.Remaining(ctx, "x"); left != -1 {
+		t.Fatalf("no quota remaining = %v", left)
+	}
+}
+
+func TestUsageHandler(t *testing.T) {
+	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
+	store := openSQLite(t)
+	m := New(store, Config{FlushEvery: time.Hour, Now: func() time.Time { return now }})
+	defer m.Close(context.Background())
+	store.Add(context.Background(), []Record{
+		{Principal: "erin", Org: "acme", Door: DoorConversation, At: now, Heard: 2, Spoken: 3},
+		{Principal: "erin", Org: "acme", Door: DoorSynthesize, At: now, Spoken: 1},
+		{Principal: "erin", Org: "acme", Door: DoorConversation, At: now.AddDate(0, 0, -40), Heard: 9},
+	})
+	cases := []struct {
+		name, query   string
+		status        int
+		heard, spoken float64
+	}{
+		{"all", "", 200, 11, 4},
+		{"today", "?period=day", 200, 2, 4},
+		{"range", "?from=2026-03-01&to=2026-03-31", 200, 9, 0},
+		{"principal", "?principal=nobody", 200, 0, 0},
+		{"bad date", "?from=yesterday", 400, 0, 0},
+		{"bad period", "?period=year", 400, 0, 0},
+		{"inverted", "?from=2026-05-05&to=2026-05-01", 400, 0, 0},
+	}
+	h := m.UsageHandler()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/usage"+c.query, nil))
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
+			}
+			if c.status != 200 {
+				return
+			}
+			var rep UsageReport
+			if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if !near(rep.HeardSeconds, c.heard) || !near(rep.SpokenSeconds, c.spoken) {
+				t.Fatalf("report %+v, want heard %v spoken %v", rep, c.heard, c.spoken)
+			}
+		})
+	}
+}
