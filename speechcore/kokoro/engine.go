@@ -286,10 +286,7 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 	var pieces []string
 	if req.SplitChars > 0 {
 		sp := NewSplitter(SplitterOptions{FirstAlone: true, SplitChars: req.SplitChars})
-		pieces = sp.Push(req.Text)
-		if rest := sp.Flush(); rest != "" {
-			pieces = append(pieces, rest)
-		}
+		pieces = sp.batch(SplitSentences(req.Text))
 	} else {
 		pieces = SplitSentences(req.Text)
 	}
@@ -315,6 +312,30 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 		return ErrNothingToSay
 	}
 	return nil
+}
+
+// Synthesize speaks req.Text as one piece, without cutting it into sentences (a piece over
+// MaxPhonemes ids is still split for the model, as SplitPhonemes does). req.SplitChars is
+// ignored. It is what a caller that does its own splitting (the speak stream, the realtime
+// reply) uses.
+func (e *Engine) Synthesize(ctx context.Context, req Request) (Chunk, error) {
+	v, err := e.voice(req.Voice)
+	if err != nil {
+		return Chunk{}, err
+	}
+	speed, err := CheckSpeed(req.Speed)
+	if err != nil {
+		return Chunk{}, err
+	}
+	ps, err := e.Phonemes(req.Text)
+	if err != nil {
+		return Chunk{}, err
+	}
+	pcm, err := e.synthesize(ctx, ps, v, speed, req.OnWait)
+	if err != nil {
+		return Chunk{}, err
+	}
+	return Chunk{Text: req.Text, Phonemes: ps, PCM: pcm}, nil
 }
 
 // Phonemes normalises text and returns its phonemes as the model gets them (vocab symbols
