@@ -229,4 +229,3 @@ func residentBytes() int64 {
 	}
 	return 0
 }
-
