@@ -1,6 +1,7 @@
 package assets
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -71,27 +72,36 @@ func BenchmarkVerifyMount(b *testing.B) {
 	if err := WriteManifest(dir, "bench"); err != nil { // also warms the page cache
 		b.Fatal(err)
 	}
+	// sha256sum is timed three times and the best kept: the machine may be shared.
 	var sumTime time.Duration
 	if _, err := exec.LookPath("sha256sum"); err == nil {
-		start := time.Now()
-		if out, err := runSha256sum(dir); err != nil {
-			b.Fatalf("sha256sum -c: %v\n%s", err, out)
-		}
-		sumTime = time.Since(start)
-	}
-	b.SetBytes(size)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Open(dir); err != nil {
-			b.Fatal(err)
+		for range 3 {
+			start := time.Now()
+			if out, err := runSha256sum(dir); err != nil {
+				b.Fatalf("sha256sum -c: %v\n%s", err, out)
+			}
+			if d := time.Since(start); sumTime == 0 || d < sumTime {
+				sumTime = d
+			}
 		}
 	}
-	b.StopTimer()
-	perOp := b.Elapsed() / time.Duration(b.N)
 	mb := float64(size) / 1e6
-	b.ReportMetric(mb/perOp.Seconds(), "MB/s")
-	if sumTime > 0 {
-		b.ReportMetric(mb/sumTime.Seconds(), "sha256sum-MB/s")
-		b.ReportMetric(sumTime.Seconds()/perOp.Seconds(), "x-sha256sum")
+	for _, workers := range []int{1, maxHashWorkers} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			defer func(w int) { maxHashWorkers = w }(maxHashWorkers)
+			maxHashWorkers = workers
+			b.SetBytes(size)
+			for b.Loop() {
+				if _, err := Open(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perOp := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(mb/perOp.Seconds(), "MB/s")
+			if sumTime > 0 {
+				b.ReportMetric(mb/sumTime.Seconds(), "sha256sum-MB/s")
+				b.ReportMetric(sumTime.Seconds()/perOp.Seconds(), "x-sha256sum")
+			}
+		})
 	}
 }

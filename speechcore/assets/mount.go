@@ -255,11 +255,15 @@ func validRel(p string) bool {
 	return fs.ValidPath(p) && p != "."
 }
 
+// maxHashWorkers bounds how many files are hashed at once (also by GOMAXPROCS): enough to keep
+// a fast disk and every core busy without one reader per file.
+var maxHashWorkers = 8
+
 // hashAll hashes every entry, a bounded number of files at a time, and returns the verdicts in
 // manifest order.
 func hashAll(dir string, root *os.Root, entries []Entry) []Verdict {
 	verdicts := make([]Verdict, len(entries))
-	workers := min(runtime.GOMAXPROCS(0), 8, len(entries))
+	workers := min(runtime.GOMAXPROCS(0), maxHashWorkers, len(entries))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range workers {
