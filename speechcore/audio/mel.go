@@ -1,6 +1,11 @@
 package audio
 
-import "math"
+import (
+	"math"
+	"sync"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+)
 
 // Whisper's front-end constants (docs/models.md §1.1).
 const (
@@ -58,4 +63,158 @@ func MelFilters(nMels, nFFT, sampleRate int) [][]float32 {
 		}
 	}
 	return W
+}
+
+// melBank is MelFilters in sparse form: filter m is non-zero only on bins first[m] to
+// first[m]+len(weights[m])-1.
+type melBank struct {
+	first   []int
+	weights [][]float64
+}
+
+var melBanks sync.Map // nMels → *melBank
+
+func melBankFor(nMels int) *melBank {
+	if b, ok := melBanks.Load(nMels); ok {
+		return b.(*melBank)
+	}
+	dense := MelFilters(nMels, WhisperNFFT, WhisperSampleRate)
+	b := &melBank{first: make([]int, nMels), weights: make([][]float64, nMels)}
+	for m, row := range dense {
+		lo, hi := len(row), -1
+		for k, w := range row {
+			if w != 0 {
+				lo, hi = min(lo, k), max(hi, k)
+			}
+		}
+		b.first[m] = lo
+		for k := lo; k <= hi; k++ {
+			b.weights[m] = append(b.weights[m], float64(row[k]))
+		}
+	}
+	actual, _ := melBanks.LoadOrStore(nMels, b)
+	return actual.(*melBank)
+}
+
+// hannPeriodic is torch.hann_window(400) (periodic=True): 0.5 - 0.5·cos(2πn/400).
+var hannPeriodic = func() (w [WhisperNFFT]float64) {
+	for n := range w {
+		w[n] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(n)/WhisperNFFT)
+	}
+	return w
+}()
+
+const (
+	melBins   = WhisperNFFT/2 + 1         // 201
+	melPad    = WhisperNFFT / 2           // reflect padding each side
+	melPadded = WhisperSamples + 2*melPad // 480400
+	melLogMin = 1e-10                     // floor before log10
+	melRange  = 8.0                       // dynamic range kept below the maximum, in log10 units
+)
+
+// Mel computes Whisper log-mel features, reusing its buffers between calls. A Mel is not safe
+// for concurrent use; LogMel keeps a pool of them.
+type Mel struct {
+	nMels  int
+	bank   *melBank
+	fft    *fourier.FFT
+	padded []float64    // melPadded samples
+	frame  []float64    // one windowed frame
+	coeffs []complex128 // its DFT
+	power  []float64    // |DFT|², melBins
+	spec   []float64    // log10 mel, [nMels][WhisperFrames]
+}
+
+// NewMel returns a front end for nMels bands (80 for whisper-small, 128 for large-v3).
+func NewMel(nMels int) *Mel {
+	return &Mel{
+		nMels:  nMels,
+		bank:   melBankFor(nMels),
+		fft:    fourier.NewFFT(WhisperNFFT),
+		padded: make([]float64, melPadded),
+		frame:  make([]float64, WhisperNFFT),
+		coeffs: make([]complex128, melBins),
+		power:  make([]float64, melBins),
+		spec:   make([]float64, nMels*WhisperFrames),
+	}
+}
+
+// Compute writes the features of pcm16k into dst (grown if short) and returns it:
+// [nMels*WhisperFrames] float32, mel-major, exactly docs/models.md §1.1 — pad or cut to 30 s,
+// reflect-pad 200 each side, periodic Hann 400, |DFT 400|², 3000 frames (the 3001st dropped),
+// Slaney filters, log10(max(x, 1e-10)), max(x, global max − 8), (x + 4) / 4.
+func (m *Mel) Compute(dst, pcm16k []float32) []float32 {
+	n := m.nMels * WhisperFrames
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+
+	x := m.padded[melPad : melPad+WhisperSamples]
+	in := pcm16k[:min(len(pcm16k), WhisperSamples)]
+	for i, v := range in {
+		x[i] = float64(v)
+	}
+	clear(x[len(in):])
+	reflectPad(m.padded, melPad)
+
+	globalMax := math.Inf(-1)
+	for t := 0; t < WhisperFrames; t++ {
+		m.powerSpectrum(m.padded[t*WhisperHop : t*WhisperHop+WhisperNFFT])
+		for mel := 0; mel < m.nMels; mel++ {
+			p := m.power[m.bank.first[mel]:]
+			var sum float64
+			for k, w := range m.bank.weights[mel] {
+				sum += w * p[k]
+			}
+			v := math.Log10(max(sum, melLogMin))
+			m.spec[mel*WhisperFrames+t] = v
+			globalMax = max(globalMax, v)
+		}
+	}
+	clampScale(dst, m.spec, globalMax)
+	return dst
+}
+
+// reflectPad fills the pad samples either side of buf[pad:len(buf)-pad] by reflection without
+// repeating the edge sample (numpy/torch "reflect").
+func reflectPad(buf []float64, pad int) {
+	n := len(buf) - 2*pad
+	for i := 1; i <= pad; i++ {
+		buf[pad-i] = buf[pad+i]
+		buf[pad+n-1+i] = buf[pad+n-1-i]
+	}
+}
+
+// powerSpectrum sets m.power to |DFT(frame·window)|² over melBins bins.
+func (m *Mel) powerSpectrum(frame []float64) {
+	for i, v := range frame {
+		m.frame[i] = v * hannPeriodic[i]
+	}
+	m.fft.Coefficients(m.coeffs, m.frame)
+	for k, c := range m.coeffs {
+		re, im := real(c), imag(c)
+		m.power[k] = re*re + im*im
+	}
+}
+
+// clampScale is the last step: max(x, globalMax-8), then (x+4)/4.
+func clampScale(dst []float32, spec []float64, globalMax float64) {
+	floor := globalMax - melRange
+	for i, v := range spec {
+		dst[i] = float32((max(v, floor) + 4) / 4)
+	}
+}
+
+var melPools sync.Map // nMels → *sync.Pool of *Mel
+
+// LogMel returns Whisper's log-mel features for one 30 s window of 16 kHz mono audio (longer
+// input is cut, shorter is padded with silence): [nMels*3000] float32, mel-major, ready to feed
+// as [1, nMels, 3000]. Safe for concurrent use.
+func LogMel(pcm16k []float32, nMels int) []float32 {
+	p, _ := melPools.LoadOrStore(nMels, &sync.Pool{New: func() any { return NewMel(nMels) }})
+	pool := p.(*sync.Pool)
+	m := pool.Get().(*Mel)
+	defer pool.Put(m)
+	return m.Compute(nil, pcm16k)
 }
