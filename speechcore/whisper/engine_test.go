@@ -3,9 +3,9 @@ package whisper
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"os"
-	"errors"
 	"path/filepath"
 	"testing"
 
