@@ -15,17 +15,32 @@ import (
 func Normalize(text string) string {
 	text = quoteReplacer.Replace(text)
 	text = strings.Join(strings.Fields(text), " ")
-	text = abbrevRe.ReplaceAllStringFunc(text, expandAbbrev)
-	text = latinRe.ReplaceAllStringFunc(text, expandLatin)
-	text = moneyRe.ReplaceAllStringFunc(text, expandMoney)
-	text = timeRe.ReplaceAllStringFunc(text, expandTime)
-	text = ordinalRe.ReplaceAllStringFunc(text, expandOrdinal)
-	text = percentRe.ReplaceAllStringFunc(text, expandPercent)
-	text = rangeRe.ReplaceAllStringFunc(text, expandRange)
-	text = minusRe.ReplaceAllString(text, "${1}minus $2")
-	text = numberRe.ReplaceAllStringFunc(text, expandNumber)
-	text = strings.ReplaceAll(text, "&", " and ")
-	text = strings.Join(strings.Fields(text), " ")
+	// The regexps are the cost: each runs only where its trigger is present.
+	if strings.IndexByte(text, '.') >= 0 {
+		text = abbrevRe.ReplaceAllStringFunc(text, expandAbbrev)
+		text = latinRe.ReplaceAllStringFunc(text, expandLatin)
+	}
+	if strings.ContainsAny(text, "0123456789") {
+		if strings.ContainsAny(text, "$£€") {
+			text = moneyRe.ReplaceAllStringFunc(text, expandMoney)
+		}
+		if strings.IndexByte(text, ':') >= 0 {
+			text = timeRe.ReplaceAllStringFunc(text, expandTime)
+		}
+		text = ordinalRe.ReplaceAllStringFunc(text, expandOrdinal)
+		if strings.IndexByte(text, '%') >= 0 {
+			text = percentRe.ReplaceAllStringFunc(text, expandPercent)
+		}
+		if strings.IndexByte(text, '-') >= 0 {
+			text = rangeRe.ReplaceAllStringFunc(text, expandRange)
+			text = minusRe.ReplaceAllString(text, "${1}minus $2")
+		}
+		text = numberRe.ReplaceAllStringFunc(text, expandNumber)
+	}
+	if strings.IndexByte(text, '&') >= 0 {
+		text = strings.ReplaceAll(text, "&", " and ")
+		text = strings.Join(strings.Fields(text), " ")
+	}
 	return text
 }
 
