@@ -1,0 +1,113 @@
+package wire
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+var fuzzSeeds = []string{
+	`{"type":"session.update","session":{"modalities":["text","audio"],"instructions":"","voice":"verse","input_audio_format":"pcm16","output_audio_format":"pcm16","input_audio_transcription":null,"turn_detection":null,"tools":[],"tool_choice":"auto","temperature":0.8,"max_response_output_tokens":4096}}`,
+	`{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"transcription":{"model":"gpt-4o-mini-transcribe"},"turn_detection":{"type":"semantic_vad"}},"output":{"voice":{"id":"v"},"speed":1.2}},"tool_choice":{"type":"function","name":"f"},"tools":[{"type":"function","name":"f","parameters":{}}]}}`,
+	`{"type":"transcription_session.update","session":{"input_audio_transcription":{"model":"whisper-1"},"turn_detection":{"type":"server_vad","threshold":0.4}}}`,
+	`{"type":"input_audio_buffer.append","audio":"AQD/fw=="}`,
+	`{"type":"input_audio_buffer.commit","event_id":"x"}`,
+	`{"type":"conversation.item.create","previous_item_id":"root","item":{"type":"message","role":"user","content":[{"type":"input_audio","audio":"AAAA","transcript":"hi"},{"type":"input_text","text":"x"}]}}`,
+	`{"type":"conversation.item.create","item":{"type":"function_call_output","call_id":"c","output":"1"}}`,
+	`{"type":"conversation.item.truncate","item_id":"a","content_index":0,"audio_end_ms":10}`,
+	`{"type":"conversation.item.retrieve","item_id":"a"}`,
+	`{"type":"response.create","response":{"input":[{"type":"item_reference","id":"a"}],"audio":{"output":{"format":"g711_ulaw"}},"metadata":{"a":"b"}}}`,
+	`{"type":"response.cancel"}`,
+	`{"type":5}`, `[]`, `null`, `{"type":"session.update","session":{"audio":{"input":null}}}`, `{`,
+}
+
+// FuzzDecode: Decode never panics; every refusal is a *Error with a code and
+// a message; what it accepts can be applied and encoded back.
+func FuzzDecode(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, beta bool) {
+		d := GA
+		if beta {
+			d = Beta
+		}
+		ev, err := Decode(data, d)
+		if err != nil {
+			var we *Error
+			if !errors.As(err, &we) || we.Code == "" || we.Message == "" || we.Type != TypeInvalidRequest {
+				t.Fatalf("refusal %T %v is not a complete *wire.Error", err, err)
+			}
+			if ev != nil {
+				t.Fatalf("event %v with error", ev)
+			}
+			if _, err := NewEncoder(d).Encode(we); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if ev == nil {
+			t.Fatal("nil event without error")
+		}
+		enc := NewEncoder(d)
+		var out ServerEvent
+		switch ev := ev.(type) {
+		case *SessionUpdate:
+			s := NewSession("sess_1", "m")
+			if _, err := ev.Redecide(d, false); err == nil {
+				if err := s.Apply(ev); err != nil {
+					var we *Error
+					if !errors.As(err, &we) {
+						t.Fatalf("Apply error %T", err)
+					}
+				}
+			}
+			out = SessionUpdated{s}
+		case *ConversationItemCreate:
+			out = ConversationItemRetrieved{ev.Item}
+		case *ResponseCreate:
+			out = ResponseCreated{NewResponse("resp_1", "conv_1", NewSession("s", "m").ForResponse(ev.Response))}
+		default:
+			return
+		}
+		b, err := enc.Encode(out)
+		if err != nil {
+			t.Fatalf("encode %T: %v", out, err)
+		}
+		if !json.Valid(b) {
+			t.Fatalf("invalid JSON %s", b)
+		}
+	})
+}
+
+// 100 ms of 24 kHz PCM16 is 4800 bytes, 6400 base64 characters: the common append.
+func BenchmarkDecodeAppend100ms(b *testing.B) {
+	pcm := make([]byte, 4800)
+	for i := range pcm {
+		pcm[i] = byte(i * 7)
+	}
+	frame := fmt.Appendf(nil, `{"event_id":"evt_1234","type":"input_audio_buffer.append","audio":"%s"}`, base64.StdEncoding.EncodeToString(pcm))
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, err := Decode(frame, GA)
+		if err != nil || len(ev.(*InputAudioBufferAppend).Audio) != 4800 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One 100 ms reply audio delta, encoded for the wire.
+func BenchmarkEncodeAudioDelta100ms(b *testing.B) {
+	ev := ResponseAudioDelta{PartRef{"resp_1", "item_1", 0, 0}, make([]byte, 4800)}
+	enc := NewEncoder(GA)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := enc.Encode(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
