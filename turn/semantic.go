@@ -1,0 +1,206 @@
+package turn
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/voiced/voiced/speechcore/squelch"
+)
+
+// Eagerness is semantic_vad's eagerness: how readily a pause ends the turn.
+type Eagerness int
+
+const (
+	EagernessAuto Eagerness = iota // auto is medium
+	EagernessLow
+	EagernessMedium
+	EagernessHigh
+)
+
+// ParseEagerness reads the protocol's "low", "medium", "high" or "auto" ("" is auto).
+func ParseEagerness(s string) (Eagerness, error) {
+	switch s {
+	case "", "auto":
+		return EagernessAuto, nil
+	case "low":
+		return EagernessLow, nil
+	case "medium":
+		return EagernessMedium, nil
+	case "high":
+		return EagernessHigh, nil
+	}
+	return 0, fmt.Errorf("%w: eagerness %q: want low, medium, high or auto", ErrConfig, s)
+}
+
+func (e Eagerness) String() string {
+	switch e {
+	case EagernessAuto:
+		return "auto"
+	case EagernessLow:
+		return "low"
+	case EagernessMedium:
+		return "medium"
+	case EagernessHigh:
+		return "high"
+	}
+	return fmt.Sprintf("Eagerness(%d)", int(e))
+}
+
+// Ending is what the partial transcript says about the turn so far.
+type Ending int
+
+const (
+	// NoWords: nothing transcribed yet (the transcriber is behind, or the speech was not words).
+	NoWords Ending = iota
+	// Unfinished: words without a sentence end, e.g. "I think the answer".
+	Unfinished
+	// Complete: a sentence ending in . ? or ! whose last word does not lead on.
+	Complete
+	// Trailing: ends on a conjunction or filler ("and", "so", "um"), a comma or an ellipsis:
+	// the speaker has more to say.
+	Trailing
+)
+
+func (e Ending) String() string {
+	switch e {
+	case NoWords:
+		return "no-words"
+	case Unfinished:
+		return "unfinished"
+	case Complete:
+		return "complete"
+	case Trailing:
+		return "trailing"
+	}
+	return fmt.Sprintf("Ending(%d)", int(e))
+}
+
+// leadsOn are last words after which a speaker is not done, even when a transcriber has put a
+// full stop after them.
+var leadsOn = map[string]bool{
+	// conjunctions
+	"and": true, "so": true, "but": true, "or": true, "because": true, "cause": true, "cos": true,
+	"if": true, "although": true, "though": true, "unless": true, "whether": true,
+	// fillers
+	"um": true, "umm": true, "uh": true, "uhh": true, "uhm": true, "er": true, "erm": true, "hmm": true, "ah": true,
+	// articles: nothing ends on one
+	"the": true, "a": true, "an": true,
+}
+
+// Classify reads how a partial transcript ends.
+func Classify(text string) Ending {
+	text = strings.TrimRightFunc(text, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("\"'”’)]»", r)
+	})
+	if strings.IndexFunc(text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		return NoWords
+	}
+	if strings.HasSuffix(text, "...") || strings.HasSuffix(text, "…") || strings.HasSuffix(text, ",") ||
+		strings.HasSuffix(text, "-") || strings.HasSuffix(text, "—") || strings.HasSuffix(text, ";") || strings.HasSuffix(text, ":") {
+		return Trailing
+	}
+	words := strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	if len(words) > 0 && leadsOn[strings.ToLower(words[len(words)-1])] {
+		return Trailing
+	}
+	switch text[len(text)-1] {
+	case '.', '?', '!':
+		return Complete
+	}
+	return Unfinished
+}
+
+// Waits at medium eagerness (and auto), by how the transcript ends. Low doubles them, high
+// halves them, so the trailing wait is semantic_vad's maximum: 8 s low, 4 s medium, 2 s high.
+// Hush waits 500 ms whatever was said; a finished sentence here costs 300 ms at medium.
+var mediumWaits = map[Ending]time.Duration{
+	Complete:   300 * time.Millisecond,
+	Unfinished: 800 * time.Millisecond,
+	NoWords:    800 * time.Millisecond,
+	Trailing:   4 * time.Second,
+}
+
+// Wait is the silence that ends a turn ending so, at eagerness e.
+func Wait(e Eagerness, ending Ending) time.Duration {
+	w := mediumWaits[ending]
+	switch e {
+	case EagernessLow:
+		return 2 * w
+	case EagernessHigh:
+		return w / 2
+	}
+	return w
+}
+
+// Transcript gives the latest partial transcript of the turn in progress. Partial must return at
+// once with whatever text is already in hand: it is asked on every quiet window, in the audio
+// path, and the floor is never decided behind a network call.
+type Transcript interface {
+	Partial() string
+}
+
+// TranscriptFunc adapts a function to Transcript.
+type TranscriptFunc func() string
+
+func (f TranscriptFunc) Partial() string { return f() }
+
+// SemanticConfig is semantic_vad.
+type SemanticConfig struct {
+	// Model is the shared Silero model (squelch.Load).
+	Model *squelch.Model
+	// Eagerness scales the waits (Wait).
+	Eagerness Eagerness
+	// Transcript is read on each quiet window; nil reads as no words.
+	Transcript Transcript
+	// PrefixPadding is the audio before the detected start that the turn includes.
+	PrefixPadding time.Duration
+	// MinSpeech is how long speech must hold before it takes the floor.
+	MinSpeech time.Duration
+}
+
+// DefaultSemanticConfig is semantic_vad at auto eagerness with server_vad's 300 ms prefix.
+func DefaultSemanticConfig(model *squelch.Model, transcript Transcript) SemanticConfig {
+	return SemanticConfig{Model: model, Transcript: transcript, PrefixPadding: 300 * time.Millisecond, MinSpeech: DefaultMinSpeech}
+}
+
+// semanticThreshold is Silero's own default: semantic_vad exposes no threshold.
+const semanticThreshold = 0.5
+
+// Semantic ends a turn on silence weighed against the words so far: a finished sentence yields
+// the floor sooner than Hush, a trailing "and…" holds it longer.
+type Semantic struct {
+	*floor
+	cfg        SemanticConfig
+	lastEnding Ending
+}
+
+// NewSemantic validates cfg and starts Quiet.
+func NewSemantic(cfg SemanticConfig) (*Semantic, error) {
+	if cfg.Eagerness < EagernessAuto || cfg.Eagerness > EagernessHigh {
+		return nil, fmt.Errorf("%w: eagerness %v", ErrConfig, cfg.Eagerness)
+	}
+	s := &Semantic{cfg: cfg}
+	f, err := newFloor(cfg.Model, semanticThreshold, cfg.MinSpeech, cfg.PrefixPadding, s.wait)
+	if err != nil {
+		return nil, err
+	}
+	s.floor = f
+	return s, nil
+}
+
+func (s *Semantic) wait(int) int {
+	text := ""
+	if s.cfg.Transcript != nil {
+		text = s.cfg.Transcript.Partial()
+	}
+	s.lastEnding = Classify(text)
+	return samples(Wait(s.cfg.Eagerness, s.lastEnding))
+}
+
+// LastEnding reports how the transcript ended when the detector last weighed a silence.
+func (s *Semantic) LastEnding() Ending { return s.lastEnding }
+
+// Config reports the configuration the detector runs with.
+func (s *Semantic) Config() SemanticConfig { return s.cfg }

@@ -1,0 +1,200 @@
+package turn
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/voiced/voiced/speechcore/squelch"
+)
+
+// Detector hears the user's audio and says who holds the floor. Feed takes 16 kHz audio and the
+// position of its first sample in the session's audio (consecutive feeds continue where the last
+// ended), and returns the events that audio caused, in order. A Detector has one owner.
+type Detector interface {
+	Feed(pcm16k []float32, at time.Duration) ([]Event, error)
+	Floor() Floor
+	// Reset forgets the turn in progress (input_audio_buffer.clear, a manual commit): the floor
+	// goes Quiet and the model's state returns to silence.
+	Reset()
+	Close() error
+}
+
+// Floor is who holds the conversation's floor.
+type Floor int
+
+const (
+	// Quiet: nobody has spoken since the detector started or was Reset.
+	Quiet Floor = iota
+	// Held: the user is speaking, or pausing inside a turn.
+	Held
+	// Yielded: the user finished; the floor is the assistant's until the user speaks again.
+	Yielded
+)
+
+func (f Floor) String() string {
+	switch f {
+	case Quiet:
+		return "quiet"
+	case Held:
+		return "held"
+	case Yielded:
+		return "yielded"
+	}
+	return fmt.Sprintf("Floor(%d)", int(f))
+}
+
+// Event is SpeechStarted or SpeechStopped.
+type Event interface{ isEvent() }
+
+// SpeechStarted: the user took the floor (input_audio_buffer.speech_started). AudioStartMs is
+// where the speech began in the session's audio, less the prefix padding (never before the end
+// of the previous turn, nor before 0).
+type SpeechStarted struct {
+	AudioStartMs int64
+}
+
+// SpeechStopped: the user yielded the floor (input_audio_buffer.speech_stopped). AudioEndMs is
+// where the turn was decided over, in the session's audio: the end of the last speech plus the
+// silence waited out, as OpenAI reports it. SpeechEndMs is the end of the last speech alone.
+type SpeechStopped struct {
+	AudioEndMs  int64
+	SpeechEndMs int64
+}
+
+func (SpeechStarted) isEvent() {}
+func (SpeechStopped) isEvent() {}
+
+// The compile-time checks that both detectors are Detectors.
+var (
+	_ Detector = (*Hush)(nil)
+	_ Detector = (*Semantic)(nil)
+)
+
+// DefaultMinSpeech is how long speech must hold at or above the threshold before it takes the
+// floor: squelch.DefaultConfirm, for the same reason (the real model's lone spikes on noise run
+// to 96 ms; no word is that short). The start is reported from the first window, not the last.
+const DefaultMinSpeech = squelch.DefaultConfirm
+
+// floor is the state machine both detectors share; they differ only in how long a silence ends
+// the turn (wait, in samples, asked afresh each quiet window).
+type floor struct {
+	stream    *squelch.Stream
+	open      float32
+	close     float32
+	minSpeech int
+	prefix    int
+	wait      func(silence int) int
+
+	floorState  Floor
+	next        int64 // session position of the next sample fed, in samples
+	windowStart int64 // session position of the window being filled
+	runStart    int64 // first sample of the current run of speech windows; -1 when none
+	silence     int   // samples of silence counted toward the wait; -1 while none is counting
+	lastSpeech  int64 // end of the last speech window while Held
+	turnFloor   int64 // the previous turn's end: no start is reported before it
+	closed      bool
+}
+
+func newFloor(model *squelch.Model, threshold float64, minSpeech, prefix time.Duration, wait func(int) int) (*floor, error) {
+	if model == nil {
+		return nil, fmt.Errorf("%w: no silero model (load one with squelch.Load and share it)", ErrConfig)
+	}
+	if minSpeech < 0 || prefix < 0 {
+		return nil, fmt.Errorf("%w: min speech %v and prefix padding %v must be >= 0", ErrConfig, minSpeech, prefix)
+	}
+	stream, err := model.NewStream()
+	if err != nil {
+		return nil, fmt.Errorf("new turn detector: %w", err)
+	}
+	return &floor{
+		stream:    stream,
+		open:      float32(threshold),
+		close:     float32(max(threshold-0.15, 0.01)), // Silero's own negative threshold
+		minSpeech: samples(minSpeech),
+		prefix:    samples(prefix),
+		wait:      wait,
+		runStart:  -1,
+		silence:   -1,
+	}, nil
+}
+
+func (f *floor) Feed(pcm16k []float32, at time.Duration) ([]Event, error) {
+	if f.closed {
+		return nil, ErrClosed
+	}
+	if pos := int64(samples(at)); pos != f.next {
+		// The caller's timeline moved (a gap, or audio it did not feed us): follow it, taking
+		// any part window still pending as if it ran up to the new position.
+		f.windowStart = pos - int64(f.stream.Pending())
+		f.next = pos
+	}
+	var events []Event
+	err := f.stream.Feed(pcm16k, func(prob float32) {
+		from := f.windowStart
+		f.windowStart += squelch.WindowSamples
+		if ev := f.step(prob, from, f.windowStart); ev != nil {
+			events = append(events, ev)
+		}
+	})
+	f.next += int64(len(pcm16k))
+	if err != nil {
+		return events, fmt.Errorf("turn feed: %w", err)
+	}
+	return events, nil
+}
+
+// step advances the floor by one window spanning [from, to) in the session's audio.
+func (f *floor) step(prob float32, from, to int64) Event {
+	if f.floorState != Held {
+		if prob < f.open {
+			f.runStart = -1
+			return nil
+		}
+		if f.runStart < 0 {
+			f.runStart = from
+		}
+		if to-f.runStart < int64(f.minSpeech) {
+			return nil
+		}
+		f.floorState, f.silence, f.lastSpeech = Held, -1, to
+		start := max(f.runStart-int64(f.prefix), f.turnFloor, 0)
+		f.runStart = -1
+		return SpeechStarted{AudioStartMs: ms(start)}
+	}
+	if prob >= f.open {
+		f.silence, f.lastSpeech = -1, to
+		return nil
+	}
+	if prob >= f.close && f.silence < 0 {
+		f.lastSpeech = to // still speech by Silero's hysteresis
+		return nil
+	}
+	f.silence = max(f.silence, 0) + squelch.WindowSamples
+	if f.silence < f.wait(f.silence) {
+		return nil
+	}
+	f.floorState, f.silence, f.turnFloor = Yielded, -1, to
+	return SpeechStopped{AudioEndMs: ms(to), SpeechEndMs: ms(f.lastSpeech)}
+}
+
+func (f *floor) Floor() Floor { return f.floorState }
+
+func (f *floor) Reset() {
+	f.stream.Reset()
+	f.floorState, f.runStart, f.silence = Quiet, -1, -1
+	f.windowStart, f.turnFloor = f.next, f.next
+}
+
+func (f *floor) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	return f.stream.Close()
+}
+
+func samples(d time.Duration) int {
+	return int((d*squelch.SampleRate + time.Second/2) / time.Second)
+}
+
+func ms(samples int64) int64 { return samples * 1000 / squelch.SampleRate }
