@@ -226,6 +226,13 @@ func Decode(data []byte, d Dialect) (ClientEvent, error) {
 }
 
 func decode(data []byte, d Dialect) (ClientEvent, *Error) {
+	if ev, ok := appendFast(data); ok {
+		return ev, nil
+	}
+	return decodeGeneral(data, d)
+}
+
+func decodeGeneral(data []byte, d Dialect) (ClientEvent, *Error) {
 	var env envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		var typeErr *json.UnmarshalTypeError

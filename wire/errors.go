@@ -13,26 +13,17 @@ const (
 
 // Error codes clients match on (docs/realtime-protocol.md §9). Keep them exact.
 const (
-	CodeInvalidEvent              = "invalid_event"
-	CodeInvalidValue              = "invalid_value"
-	CodeUnknownParameter          = "unknown_parameter"
-	CodeMissingRequiredParameter  = "missing_required_parameter"
-	CodeInvalidType               = "invalid_type"
-	CodeCommitEmpty               = "input_audio_buffer_commit_empty"
-	CodeActiveResponse            = "conversation_already_has_active_response"
-	CodeCancelNotActive           = "response_cancel_not_active"
-	CodeTruncateInvalidItemID     = "item_truncate_invalid_item_id"
-	CodeItemNotFound              = "item_not_found"
-	CodeAudioEndTooLong           = "invalid_audio_end_ms"
-	CodeSessionExpired            = "session_expired"
-	CodeBufferTooLarge            = "input_audio_buffer_too_large"
-	CodeServerError               = "server_error"
-	CodeTranscriptionFailed       = "transcription_failed"
-	CodeResponseFailed            = "response_failed"
-	CodeVoiceLocked               = "cannot_update_voice"
-	CodeConversationItemNotFound  = "conversation_item_not_found"
-	CodeInvalidPreviousItemID     = "invalid_previous_item_id"
-	CodeUnsupportedSessionSetting = "unsupported_setting"
+	CodeInvalidEvent             = "invalid_event"
+	CodeInvalidValue             = "invalid_value"
+	CodeUnknownParameter         = "unknown_parameter"
+	CodeMissingRequiredParameter = "missing_required_parameter"
+	CodeInvalidType              = "invalid_type"
+	CodeCommitEmpty              = "input_audio_buffer_commit_empty"
+	CodeActiveResponse           = "conversation_already_has_active_response"
+	CodeCancelNotActive          = "response_cancel_not_active"
+	CodeTruncateInvalidItemID    = "item_truncate_invalid_item_id"
+	CodeSessionExpired           = "session_expired"
+	CodeServerError              = "server_error"
 )
 
 // Error is an OpenAI realtime error: what goes in the "error" object of an
@@ -144,6 +135,13 @@ func ErrItemNotFound(param, itemID, eventID string) *Error {
 // ErrSessionExpired is sent before closing a session that hit its limit (close 1001).
 func ErrSessionExpired(limit string) *Error {
 	return invalidRequest(CodeSessionExpired, "", "", "Your session hit the maximum duration of %s.", limit)
+}
+
+// ErrAudioLength refuses an append that is not a whole number of samples
+// of the session's input format (odd-length pcm16).
+func ErrAudioLength(f AudioFormat, n int, eventID string) *Error {
+	return invalidRequest(CodeInvalidValue, "audio", eventID,
+		"Invalid 'audio': %d bytes is not a whole number of %s samples (%d bytes each).", n, f, f.BytesPerSample())
 }
 
 // ErrServer is a failure on our side (a mind that failed, a synthesis error);

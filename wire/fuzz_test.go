@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -20,6 +21,8 @@ var fuzzSeeds = []string{
 	`{"type":"conversation.item.retrieve","item_id":"a"}`,
 	`{"type":"response.create","response":{"input":[{"type":"item_reference","id":"a"}],"audio":{"output":{"format":"g711_ulaw"}},"metadata":{"a":"b"}}}`,
 	`{"type":"response.cancel"}`,
+	`{"type":"input_audio_buffer.append","event_id":"e\u0031","audio":"AQD/fw=="}`,
+	` { "audio" : "AQD/fw" , "type":"input_audio_buffer.append" } `,
 	`{"type":5}`, `[]`, `null`, `{"type":"session.update","session":{"audio":{"input":null}}}`, `{`,
 }
 
@@ -36,6 +39,12 @@ func FuzzDecode(f *testing.F) {
 			d = Beta
 		}
 		ev, err := Decode(data, d)
+		if fast, ok := appendFast(data); ok {
+			general, gerr := decodeGeneral(data, d)
+			if gerr != nil || !reflect.DeepEqual(general, ClientEvent(fast)) {
+				t.Fatalf("fast append path %+v differs from the general path %+v, %v", fast, general, gerr)
+			}
+		}
 		if err != nil {
 			var we *Error
 			if !errors.As(err, &we) || we.Code == "" || we.Message == "" || we.Type != TypeInvalidRequest {
