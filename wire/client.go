@@ -323,6 +323,18 @@ func decodeGeneral(data []byte, d Dialect) (ClientEvent, *Error) {
 	}
 }
 
+// DecodeSession reads a bare session object, as the HTTP ephemeral-key
+// requests carry it (POST /v1/realtime/sessions: the beta flat object;
+// POST /v1/realtime/client_secrets: its "session" member), with the rules of
+// session.update: apply the result with Session.Apply. Errors are *Error.
+func DecodeSession(raw json.RawMessage, d Dialect) (*SessionUpdate, error) {
+	u, err := decodeSessionUpdate(ClientHeader{Type: TypeSessionUpdate}, raw, d)
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
 func decodeBase64(s string) ([]byte, error) {
 	out, err := base64.StdEncoding.DecodeString(s)
 	if err != nil && len(s)%4 != 0 {

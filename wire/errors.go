@@ -144,6 +144,12 @@ func ErrAudioLength(f AudioFormat, n int, eventID string) *Error {
 		"Invalid 'audio': %d bytes is not a whole number of %s samples (%d bytes each).", n, f, f.BytesPerSample())
 }
 
+// ErrSessionIdle is sent before closing a session that received no events
+// for idle (code session_expired, as clients handle the service's limit).
+func ErrSessionIdle(idle string) *Error {
+	return invalidRequest(CodeSessionExpired, "", "", "Your session was closed after %s without client events.", idle)
+}
+
 // ErrServer is a failure on our side (a mind that failed, a synthesis error);
 // message must be safe to show.
 func ErrServer(message, eventID string) *Error {

@@ -116,3 +116,47 @@ func TestForResponse(t *testing.T) {
 		t.Errorf("%+v", resp)
 	}
 }
+
+// The HTTP ephemeral-key bodies carry bare session objects.
+func TestDecodeSession(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Dialect
+		raw  string
+		want func(s *Session)
+		code string
+	}{
+		{"beta POST /v1/realtime/sessions", Beta, `{"model":"gpt-4o-realtime-preview","voice":"verse","modalities":["audio","text"],"instructions":"Hi.",
+			"turn_detection":null,"client_secret":{"expires_after":{"anchor":"created_at","seconds":60}}}`,
+			func(s *Session) { s.Voice, s.Instructions, s.TurnDetection = "verse", "Hi.", TurnDetection{} }, ""},
+		{"GA client_secrets session", GA, `{"type":"realtime","model":"gpt-realtime","instructions":"You are a friendly assistant.",
+			"audio":{"output":{"voice":"marin"}}}`,
+			func(s *Session) { s.Voice, s.Instructions = "marin", "You are a friendly assistant." }, ""},
+		{"not an object", GA, `"x"`, nil, CodeInvalidType},
+		{"unknown field", Beta, `{"volume":3}`, nil, CodeUnknownParameter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := DecodeSession([]byte(tt.raw), tt.d)
+			if tt.code != "" {
+				var we *Error
+				if !errors.As(err, &we) || we.Code != tt.code || u != nil {
+					t.Fatalf("got %v, %v; want %s", u, err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewSession("sess_1", "m")
+			want := s
+			tt.want(&want)
+			if err := s.Apply(u); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s, want) {
+				t.Errorf("\n got %+v\nwant %+v", s, want)
+			}
+		})
+	}
+}
