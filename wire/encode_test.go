@@ -306,8 +306,10 @@ func TestGoldenJSON(t *testing.T) {
 			return r
 		}()},
 			`{"type":"response.done","event_id":"E","response":{"object":"realtime.response","id":"resp_1","status":"cancelled","status_details":{"type":"cancelled","reason":"turn_detected"},"output":[],"conversation_id":"conv_1","output_modalities":["audio"],"max_output_tokens":"inf","audio":{"output":{"format":{"type":"audio/pcm","rate":24000},"voice":"alloy"}},"usage":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"input_token_details":{"text_tokens":0,"audio_tokens":0,"image_tokens":0,"cached_tokens":0,"cached_tokens_details":{"text_tokens":0,"audio_tokens":0,"image_tokens":0}},"output_token_details":{"text_tokens":0,"audio_tokens":0},"heard_seconds":1.5,"spoken_seconds":0.75},"metadata":null}}`},
-		{"transcription completed usage duration", GA, InputAudioTranscriptionCompleted{ItemID: "item_U", Transcript: "Hello.", Seconds: 1.2},
-			`{"type":"conversation.item.input_audio_transcription.completed","event_id":"E","item_id":"item_U","content_index":0,"transcript":"Hello.","usage":{"type":"duration","seconds":1.2},"logprobs":null}`},
+		{"transcription completed usage: tokens shape plus seconds", GA, InputAudioTranscriptionCompleted{ItemID: "item_U", Transcript: "Hello.", Seconds: 1.2},
+			`{"type":"conversation.item.input_audio_transcription.completed","event_id":"E","item_id":"item_U","content_index":0,"transcript":"Hello.","usage":{"type":"tokens","total_tokens":0,"input_tokens":0,"input_token_details":{"text_tokens":0,"audio_tokens":0},"output_tokens":0,"seconds":1.2},"logprobs":null}`},
+		{"transcription failed: no nulls in its error", GA, InputAudioTranscriptionFailed{ItemID: "item_U", Error: ErrServer("decoder failed", "")},
+			`{"type":"conversation.item.input_audio_transcription.failed","event_id":"E","item_id":"item_U","content_index":0,"error":{"type":"server_error","code":"server_error","message":"decoder failed"}}`},
 		{"committed first item previous null", Beta, InputAudioBufferCommitted{ItemID: "item_U"},
 			`{"type":"input_audio_buffer.committed","event_id":"E","previous_item_id":null,"item_id":"item_U"}`},
 		{"error with null param", GA, ErrActiveResponse("resp_1", "evt_2"),

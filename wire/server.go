@@ -284,34 +284,52 @@ func (ev InputAudioTranscriptionDelta) body(Dialect) any {
 	}{ev.ItemID, ev.ContentIndex, ev.Delta, nil}
 }
 
-// InputAudioTranscriptionCompleted carries the user item's transcript and
-// usage {type:"duration", seconds: Seconds} (the audio transcribed).
+// InputAudioTranscriptionCompleted carries the user item's transcript.
+// Seconds is the audio transcribed. Its usage is written as
+// {type:"tokens", total_tokens, input_tokens, input_token_details{text_tokens,
+// audio_tokens}, output_tokens, seconds}: openai-python accepts "tokens" or
+// "duration", but agents-js 0.3.7 validates usage as "tokens" only and
+// silently drops the event otherwise (checked with its zod schema), so the
+// seconds ride along as an extra field.
 type InputAudioTranscriptionCompleted struct {
-	ItemID       string
-	ContentIndex int
-	Transcript   string
-	Seconds      float64
+	ItemID           string
+	ContentIndex     int
+	Transcript       string
+	Seconds          float64
+	InputAudioTokens int // estimates, 0 when unknown
+	OutputTextTokens int
 }
 
 func (InputAudioTranscriptionCompleted) EventName(Dialect) string {
 	return "conversation.item.input_audio_transcription.completed"
 }
 
-func (ev InputAudioTranscriptionCompleted) body(Dialect) any {
-	type usage struct {
-		Type    string  `json:"type"`
-		Seconds float64 `json:"seconds"`
-	}
-	return struct {
-		ItemID       string `json:"item_id"`
-		ContentIndex int    `json:"content_index"`
-		Transcript   string `json:"transcript"`
-		Usage        usage  `json:"usage"`
-		Logprobs     any    `json:"logprobs"`
-	}{ev.ItemID, ev.ContentIndex, ev.Transcript, usage{"duration", ev.Seconds}, nil}
+type transcriptionUsageJSON struct {
+	Type              string            `json:"type"`
+	TotalTokens       int               `json:"total_tokens"`
+	InputTokens       int               `json:"input_tokens"`
+	InputTokenDetails outputDetailsJSON `json:"input_token_details"`
+	OutputTokens      int               `json:"output_tokens"`
+	Seconds           float64           `json:"seconds"`
 }
 
-// InputAudioTranscriptionFailed reports a failed transcription (not an error event).
+func (ev InputAudioTranscriptionCompleted) body(Dialect) any {
+	return struct {
+		ItemID       string                 `json:"item_id"`
+		ContentIndex int                    `json:"content_index"`
+		Transcript   string                 `json:"transcript"`
+		Usage        transcriptionUsageJSON `json:"usage"`
+		Logprobs     any                    `json:"logprobs"`
+	}{ev.ItemID, ev.ContentIndex, ev.Transcript, transcriptionUsageJSON{
+		Type: "tokens", TotalTokens: ev.InputAudioTokens + ev.OutputTextTokens, InputTokens: ev.InputAudioTokens,
+		InputTokenDetails: outputDetailsJSON{AudioTokens: ev.InputAudioTokens}, OutputTokens: ev.OutputTextTokens,
+		Seconds: ev.Seconds,
+	}, nil}
+}
+
+// InputAudioTranscriptionFailed reports a failed transcription (not an
+// error event). Its error omits empty fields: agents-js wants strings or
+// nothing there, not null.
 type InputAudioTranscriptionFailed struct {
 	ItemID       string
 	ContentIndex int
@@ -327,11 +345,17 @@ func (ev InputAudioTranscriptionFailed) body(Dialect) any {
 	if e == nil {
 		e = &Error{Type: TypeServer, Code: CodeServerError, Message: "Input transcription failed."}
 	}
+	type errorJSON struct {
+		Type    string `json:"type"`
+		Code    string `json:"code,omitempty"`
+		Message string `json:"message"`
+		Param   string `json:"param,omitempty"`
+	}
 	return struct {
-		ItemID       string `json:"item_id"`
-		ContentIndex int    `json:"content_index"`
-		Error        *Error `json:"error"`
-	}{ev.ItemID, ev.ContentIndex, e}
+		ItemID       string    `json:"item_id"`
+		ContentIndex int       `json:"content_index"`
+		Error        errorJSON `json:"error"`
+	}{ev.ItemID, ev.ContentIndex, errorJSON{e.Type, e.Code, e.Message, e.Param}}
 }
 
 // ---- responses ----
