@@ -502,3 +502,55 @@ func TestDialectFromHandshake(t *testing.T) {
 		})
 	}
 }
+
+// Session updates as @openai/agents-realtime 0.3.7 builds them (its
+// _getMergedSessionConfig run under Node 20: defaults; a voice and eager
+// semantic_vad; text only, G.711 μ-law, one tool).
+func TestDecodeAgentsJSSessionUpdates(t *testing.T) {
+	tests := []struct {
+		name string
+		json string
+		want func(s *Session)
+	}{
+		{"defaults", `{"type":"session.update","session":{"type":"realtime","model":"gpt-realtime","output_modalities":["audio"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"noise_reduction":null,"transcription":{"model":"gpt-4o-mini-transcribe"},"turn_detection":{"type":"semantic_vad"}},"output":{"format":{"type":"audio/pcm","rate":24000},"speed":1}}}}`,
+			func(s *Session) {
+				s.Transcription = &Transcription{Model: "gpt-4o-mini-transcribe"}
+				s.TurnDetection = DefaultTurnDetection(TurnSemanticVAD)
+			}},
+		{"voice and eager semantic_vad", `{"type":"session.update","session":{"type":"realtime","instructions":"Be brief.","model":"gpt-realtime","output_modalities":["audio"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"noise_reduction":null,"transcription":{"model":"gpt-4o-mini-transcribe"},"turn_detection":{"type":"semantic_vad","eagerness":"high","interrupt_response":true}},"output":{"format":{"type":"audio/pcm","rate":24000},"voice":"ash","speed":1}}}}`,
+			func(s *Session) {
+				s.Instructions, s.Voice = "Be brief.", "ash"
+				s.Transcription = &Transcription{Model: "gpt-4o-mini-transcribe"}
+				s.TurnDetection = DefaultTurnDetection(TurnSemanticVAD)
+				s.TurnDetection.Eagerness = EagernessHigh
+			}},
+		{"text only, μ-law, a tool", `{"type":"session.update","session":{"type":"realtime","model":"gpt-realtime","output_modalities":["text"],"audio":{"input":{"format":{"type":"audio/pcmu"},"noise_reduction":null,"transcription":{"model":"gpt-4o-mini-transcribe"},"turn_detection":{"type":"semantic_vad"}},"output":{"format":{"type":"audio/pcmu"},"speed":1}},"tools":[{"type":"function","name":"get_weather","description":"d","parameters":{"type":"object","properties":{}}}]}}`,
+			func(s *Session) {
+				s.TextOnly, s.InputFormat, s.OutputFormat = true, G711Ulaw, G711Ulaw
+				s.Transcription = &Transcription{Model: "gpt-4o-mini-transcribe"}
+				s.TurnDetection = DefaultTurnDetection(TurnSemanticVAD)
+				s.Tools = []Tool{{Type: "function", Name: "get_weather", Description: "d", Parameters: []byte(`{"type":"object","properties":{}}`)}}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := Decode([]byte(tt.json), Beta) // openai-node 5.18–5.23 sent the beta marker with GA shapes
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := ev.(*SessionUpdate)
+			if d, err := u.Redecide(Beta, true); d != GA || err != nil {
+				t.Fatalf("Redecide: %v %v", d, err)
+			}
+			s := NewSession("sess_1", "gpt-realtime")
+			want := s
+			tt.want(&want)
+			if err := s.Apply(u); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s, want) {
+				t.Errorf("\n got %+v\nwant %+v", s, want)
+			}
+		})
+	}
+}
