@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -410,6 +411,17 @@ func (e *Engine) acquire(ctx context.Context, onWait func()) error {
 }
 
 func (e *Engine) release() { <-e.permit }
+
+// Hold takes the model permit as a forward pass does and keeps it until release is called:
+// for a caller that must have the model to itself across calls, and for tests of waiting.
+// Waiting honours ctx and counts in QueueDepth.
+func (e *Engine) Hold(ctx context.Context) (release func(), err error) {
+	if err := e.acquire(ctx, nil); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(e.release) }, nil
+}
 
 // infer is one forward pass: [pad, ids..., pad], the style row, the speed.
 func (e *Engine) infer(ctx context.Context, ids []int64, style []float32, speed float32, onWait func()) ([]float32, error) {
