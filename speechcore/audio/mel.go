@@ -2,6 +2,7 @@ package audio
 
 import (
 	"math"
+	"runtime"
 	"sync"
 
 	"gonum.org/v1/gonum/dsp/fourier"
@@ -112,31 +113,49 @@ const (
 	melRange  = 8.0                       // dynamic range kept below the maximum, in log10 units
 )
 
-// Mel computes Whisper log-mel features, reusing its buffers between calls. A Mel is not safe
-// for concurrent use; LogMel keeps a pool of them.
+// Mel computes Whisper log-mel features, reusing its buffers between calls. Frames are split
+// across up to GOMAXPROCS workers (at most melMaxWorkers), each with its own FFT and scratch;
+// Compute waits for them all. A Mel is not safe for concurrent use; LogMel keeps a pool of them.
 type Mel struct {
-	nMels  int
-	bank   *melBank
+	nMels   int
+	bank    *melBank
+	padded  []float64 // melPadded samples
+	spec    []float64 // log10 mel, [nMels][WhisperFrames]
+	workers []*melWorker
+}
+
+const melMaxWorkers = 8
+
+// melWorker owns the scratch for one range of frames.
+type melWorker struct {
 	fft    *fourier.FFT
-	padded []float64    // melPadded samples
 	frame  []float64    // one windowed frame
 	coeffs []complex128 // its DFT
 	power  []float64    // |DFT|², melBins
-	spec   []float64    // log10 mel, [nMels][WhisperFrames]
+	max    float64      // largest log10 mel of its frames
+}
+
+func newMelWorker() *melWorker {
+	return &melWorker{
+		fft:    fourier.NewFFT(WhisperNFFT),
+		frame:  make([]float64, WhisperNFFT),
+		coeffs: make([]complex128, melBins),
+		power:  make([]float64, melBins),
+	}
 }
 
 // NewMel returns a front end for nMels bands (80 for whisper-small, 128 for large-v3).
 func NewMel(nMels int) *Mel {
-	return &Mel{
+	m := &Mel{
 		nMels:  nMels,
 		bank:   melBankFor(nMels),
-		fft:    fourier.NewFFT(WhisperNFFT),
 		padded: make([]float64, melPadded),
-		frame:  make([]float64, WhisperNFFT),
-		coeffs: make([]complex128, melBins),
-		power:  make([]float64, melBins),
 		spec:   make([]float64, nMels*WhisperFrames),
 	}
+	for range min(max(runtime.GOMAXPROCS(0), 1), melMaxWorkers) {
+		m.workers = append(m.workers, newMelWorker())
+	}
+	return m
 }
 
 // Compute writes the features of pcm16k into dst (grown if short) and returns it:
@@ -158,22 +177,38 @@ func (m *Mel) Compute(dst, pcm16k []float32) []float32 {
 	clear(x[len(in):])
 	reflectPad(m.padded, melPad)
 
+	per := (WhisperFrames + len(m.workers) - 1) / len(m.workers)
+	var wg sync.WaitGroup
+	for i, w := range m.workers[1:] {
+		wg.Go(func() { m.frames(w, (i+1)*per, min((i+2)*per, WhisperFrames)) })
+	}
+	m.frames(m.workers[0], 0, min(per, WhisperFrames))
+	wg.Wait()
+
 	globalMax := math.Inf(-1)
-	for t := 0; t < WhisperFrames; t++ {
-		m.powerSpectrum(m.padded[t*WhisperHop : t*WhisperHop+WhisperNFFT])
-		for mel := 0; mel < m.nMels; mel++ {
-			p := m.power[m.bank.first[mel]:]
-			var sum float64
-			for k, w := range m.bank.weights[mel] {
-				sum += w * p[k]
-			}
-			v := math.Log10(max(sum, melLogMin))
-			m.spec[mel*WhisperFrames+t] = v
-			globalMax = max(globalMax, v)
-		}
+	for _, w := range m.workers {
+		globalMax = max(globalMax, w.max)
 	}
 	clampScale(dst, m.spec, globalMax)
 	return dst
+}
+
+// frames computes log10 mel energies for frames [from, to) into m.spec.
+func (m *Mel) frames(w *melWorker, from, to int) {
+	w.max = math.Inf(-1)
+	for t := from; t < to; t++ {
+		w.powerSpectrum(m.padded[t*WhisperHop : t*WhisperHop+WhisperNFFT])
+		for mel := 0; mel < m.nMels; mel++ {
+			p := w.power[m.bank.first[mel]:]
+			var sum float64
+			for k, weight := range m.bank.weights[mel] {
+				sum += weight * p[k]
+			}
+			v := math.Log10(max(sum, melLogMin))
+			m.spec[mel*WhisperFrames+t] = v
+			w.max = max(w.max, v)
+		}
+	}
 }
 
 // reflectPad fills the pad samples either side of buf[pad:len(buf)-pad] by reflection without
@@ -186,15 +221,15 @@ func reflectPad(buf []float64, pad int) {
 	}
 }
 
-// powerSpectrum sets m.power to |DFT(frame·window)|² over melBins bins.
-func (m *Mel) powerSpectrum(frame []float64) {
+// powerSpectrum sets w.power to |DFT(frame·window)|² over melBins bins.
+func (w *melWorker) powerSpectrum(frame []float64) {
 	for i, v := range frame {
-		m.frame[i] = v * hannPeriodic[i]
+		w.frame[i] = v * hannPeriodic[i]
 	}
-	m.fft.Coefficients(m.coeffs, m.frame)
-	for k, c := range m.coeffs {
+	w.fft.Coefficients(w.coeffs, w.frame)
+	for k, c := range w.coeffs {
 		re, im := real(c), imag(c)
-		m.power[k] = re*re + im*im
+		w.power[k] = re*re + im*im
 	}
 }
 

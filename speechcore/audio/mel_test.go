@@ -151,7 +151,7 @@ func TestReflectPad(t *testing.T) {
 
 // The FFT path against a direct O(n²) DFT of the windowed frame.
 func TestMelPowerSpectrumMatchesDFT(t *testing.T) {
-	m := NewMel(80)
+	m := newMelWorker()
 	rng := rand.New(rand.NewPCG(5, 6))
 	frame := make([]float64, WhisperNFFT)
 	for trial := range 5 {
@@ -201,14 +201,16 @@ func naiveLogMel(pcm []float32, nMels int) []float32 {
 	for t := 0; t < 3000; t++ {
 		silent := true
 		for n := range 400 {
-			frame[n] = padded[t*160+n] * (0.5 - 0.5*math.Cos(2*math.Pi*float64(n)/400))
+			frame[n] = padded[t*160+n] * (0.5 - 0.5*cosT[n])
 			silent = silent && frame[n] == 0
 		}
-		for k := range 201 {
-			power[k] = 0
-			if silent {
-				continue
+		if silent { // all power is 0, every band floors at 1e-10
+			for m := range nMels {
+				spec[m*3000+t] = -10
 			}
+			continue
+		}
+		for k := range 201 {
 			var re, im float64
 			for n := range 400 {
 				re += frame[n] * cosT[(k*n)%400]
@@ -238,8 +240,8 @@ func naiveLogMel(pcm []float32, nMels int) []float32 {
 func TestLogMelMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for name, pcm := range map[string][]float32{
-		"1.3 s noise and tone": func() []float32 {
-			s := sine(20800, 16000, 1234, 0.3, 0.1)
+		"0.5 s noise and tone": func() []float32 {
+			s := sine(8000, 16000, 1234, 0.3, 0.1)
 			for i := range s {
 				s[i] += float32(rng.NormFloat64() * 0.05)
 			}
@@ -324,7 +326,7 @@ func TestClampScale(t *testing.T) {
 // A pure tone at filter m's peak frequency lights band m most — what the codec fixture relies on.
 func TestLogMelToneLightsItsBand(t *testing.T) {
 	edges := MelBandEdges(80, 16000)
-	for _, m := range []int{5, 20, 40, 46, 60, 72, 78} {
+	for _, m := range []int{5, 46, 72, 78} { // 46..72 span the codec fixture's high tones
 		t.Run(fmt.Sprintf("band %d at %.0f Hz", m, edges[m+1]), func(t *testing.T) {
 			f := LogMel(sine(16000, 16000, edges[m+1], 0.3, 0), 80)
 			for _, frame := range []int{20, 50, 80} {
