@@ -321,7 +321,7 @@ func TestGoldenJSON(t *testing.T) {
 			s.OutputFormat = G711Ulaw
 			return s
 		}()},
-			`{"type":"session.updated","event_id":"E","session":{"type":"realtime","object":"realtime.session","id":"sess_1","model":"gpt-realtime","output_modalities":["audio"],"instructions":"","tools":[{"type":"function","name":"f","description":"d"}],"tool_choice":{"type":"function","name":"f"},"max_output_tokens":"inf","tracing":null,"truncation":"auto","prompt":null,"expires_at":0,"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"transcription":null,"noise_reduction":null,"turn_detection":{"type":"semantic_vad","idle_timeout_ms":null,"eagerness":"auto","create_response":true,"interrupt_response":true}},"output":{"format":{"type":"audio/pcmu"},"voice":"alloy","speed":1}},"include":null}}`},
+			`{"type":"session.updated","event_id":"E","session":{"type":"realtime","object":"realtime.session","id":"sess_1","model":"gpt-realtime","output_modalities":["audio"],"instructions":"","tools":[{"type":"function","name":"f","description":"d"}],"tool_choice":{"type":"function","name":"f"},"max_output_tokens":"inf","tracing":null,"truncation":"auto","prompt":null,"expires_at":0,"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"transcription":null,"noise_reduction":null,"turn_detection":{"type":"semantic_vad","eagerness":"auto","create_response":true,"interrupt_response":true}},"output":{"format":{"type":"audio/pcmu"},"voice":"alloy","speed":1}},"include":null}}`},
 		{"beta session: turn detection off is null, text only", Beta, SessionUpdated{func() Session {
 			s := NewSession("sess_1", "gpt-realtime")
 			s.TurnDetection, s.TextOnly, s.MaxOutputTokens, s.InputFormat = TurnDetection{}, true, 4096, G711Alaw
@@ -361,5 +361,31 @@ func TestEncoderSwitchesDialect(t *testing.T) {
 	b2, _ := e.Encode(ResponseAudioDone{ref})
 	if !bytes.Contains(b1, []byte(`"response.audio.done"`)) || !bytes.Contains(b2, []byte(`"response.output_audio.done"`)) || e.Dialect() != GA {
 		t.Errorf("%s / %s", b1, b2)
+	}
+}
+
+func TestTurnDetectionJSON(t *testing.T) {
+	idle := DefaultTurnDetection(TurnServerVAD)
+	idle.IdleTimeoutMs = 5000
+	tests := []struct {
+		name string
+		td   TurnDetection
+		want string
+	}{
+		{"off is null", TurnDetection{}, `null`},
+		{"server_vad defaults, idle timeout null", DefaultTurnDetection(TurnServerVAD),
+			`{"type":"server_vad","threshold":0.5,"prefix_padding_ms":300,"silence_duration_ms":500,"idle_timeout_ms":null,"create_response":true,"interrupt_response":true}`},
+		{"server_vad idle timeout", idle,
+			`{"type":"server_vad","threshold":0.5,"prefix_padding_ms":300,"silence_duration_ms":500,"idle_timeout_ms":5000,"create_response":true,"interrupt_response":true}`},
+		{"semantic_vad", TurnDetection{Type: TurnSemanticVAD, Eagerness: EagernessLow},
+			`{"type":"semantic_vad","eagerness":"low","create_response":false,"interrupt_response":false}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.td.wire())
+			if err != nil || string(b) != tt.want {
+				t.Errorf("got %s %v\nwant %s", b, err, tt.want)
+			}
+		})
 	}
 }

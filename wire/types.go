@@ -152,7 +152,7 @@ type turnDetectionJSON struct {
 	Threshold         *float64 `json:"threshold,omitempty"`
 	PrefixPaddingMs   *int     `json:"prefix_padding_ms,omitempty"`
 	SilenceDurationMs *int     `json:"silence_duration_ms,omitempty"`
-	IdleTimeoutMs     *int     `json:"idle_timeout_ms"`
+	IdleTimeoutMs     any      `json:"idle_timeout_ms,omitempty"` // server_vad only: a number or null
 	Eagerness         string   `json:"eagerness,omitempty"`
 	CreateResponse    bool     `json:"create_response"`
 	InterruptResponse bool     `json:"interrupt_response"`
@@ -167,8 +167,9 @@ func (t TurnDetection) wire() *turnDetectionJSON {
 	j := &turnDetectionJSON{Type: t.Type.String(), CreateResponse: t.CreateResponse, InterruptResponse: t.InterruptResponse}
 	if t.Type == TurnServerVAD {
 		j.Threshold, j.PrefixPaddingMs, j.SilenceDurationMs = &t.Threshold, &t.PrefixPaddingMs, &t.SilenceDurationMs
+		j.IdleTimeoutMs = json.RawMessage("null")
 		if t.IdleTimeoutMs > 0 {
-			j.IdleTimeoutMs = &t.IdleTimeoutMs
+			j.IdleTimeoutMs = t.IdleTimeoutMs
 		}
 	} else {
 		j.Eagerness = t.Eagerness
