@@ -38,6 +38,8 @@ type Meter struct {
 	lastErr error          // owned by mu
 	closed  bool           // owned by mu
 
+	metrics *metrics
+
 	writeMu sync.Mutex // one write at a time keeps pending/store consistent
 	stop    chan struct{}
 	done    chan struct{}
@@ -64,6 +66,7 @@ func New(store Store, cfg Config) *Meter {
 	}
 	m := &Meter{cfg: cfg, store: store, pending: map[key]counts{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	m.metrics = newMetrics(m)
 	go m.loop()
 	return m
 }
@@ -89,6 +92,8 @@ func (m *Meter) Add(principal, org, door string, heard, spoken float64) {
 	if heard <= 0 && spoken <= 0 {
 		return
 	}
+	m.metrics.heard.WithLabelValues(door).Add(max(heard, 0))
+	m.metrics.spoken.WithLabelValues(door).Add(max(spoken, 0))
 	k := key{principal, org, door, Day(m.cfg.Now())}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -127,6 +132,7 @@ func (m *Meter) Flush(ctx context.Context) error {
 		}
 		m.failed++
 		m.lastErr = err
+		m.metrics.writeFailures.Inc()
 		m.cfg.Log.Error("meter write failed; counts kept and retried", "err", err, "failedWrites", m.failed, "pendingKeys", len(m.pending))
 		if !errors.Is(err, ErrStoreDown) {
 			err = fmt.Errorf("%w: %v", ErrStoreDown, err)

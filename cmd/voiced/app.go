@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/voiced/voiced/meter"
+	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
 )
 
@@ -25,6 +28,13 @@ type App struct {
 	// Voice reports the conversations' capacity for /health (set by the conversation component;
 	// nil reports ok:false, busy:0, capacity:0).
 	Voice speechcore.VoiceReporter
+	// Meter keeps seconds heard and spoken (set by the meter component, orderStores).
+	Meter *meter.Meter
+	// Tickets is the shared ticket store when --ticket-store names one (set by the meter component,
+	// orderStores); nil means the conversation keeps tickets in memory.
+	Tickets session.TicketStore
+	// Metrics is the Prometheus registry /metrics serves; components register their collectors on it.
+	Metrics *prometheus.Registry
 
 	mux      *http.ServeMux
 	auth     func(http.Handler) http.Handler // set by the auth component

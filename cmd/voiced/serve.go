@@ -125,6 +125,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Version: version,
 		Log:     log,
 		Sockets: speechcore.NewSockets(),
+		Metrics: newMetricsRegistry(),
 		mux:     http.NewServeMux(),
 		flagSet: fs,
 		fromEnv: fromEnv,

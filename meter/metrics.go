@@ -1,0 +1,32 @@
+package meter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the meter's Prometheus series; Collectors hands them to the registry /metrics serves.
+type metrics struct {
+	heard, spoken *prometheus.CounterVec
+	writeFailures prometheus.Counter
+	pending       prometheus.GaugeFunc
+}
+
+func newMetrics(m *Meter) *metrics {
+	return &metrics{
+		heard: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voiced_heard_seconds_total", Help: "Seconds of audio heard past the squelch, by door.",
+		}, []string{"door"}),
+		spoken: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voiced_spoken_seconds_total", Help: "Seconds of audio spoken (sent), by door.",
+		}, []string{"door"}),
+		writeFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voiced_meter_write_failures_total", Help: "Meter writes the store refused (counts kept and retried).",
+		}),
+		pending: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "voiced_meter_pending_keys", Help: "Principal/door/day counts waiting to be written.",
+		}, func() float64 { return float64(m.Stats().PendingKeys) }),
+	}
+}
+
+// Collectors returns the meter's series for a Prometheus registry.
+func (m *Meter) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.metrics.heard, m.metrics.spoken, m.metrics.writeFailures, m.metrics.pending}
+}
