@@ -389,3 +389,22 @@ func TestTurnDetectionJSON(t *testing.T) {
 		})
 	}
 }
+
+// The read loop may switch the dialect while the writer encodes (run with -race).
+func TestEncoderConcurrentDialectSwitch(t *testing.T) {
+	e := NewEncoder(Beta)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			if _, err := e.Encode(ResponseAudioDelta{ref, []byte{1, 2}}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := range 200 {
+		e.SetDialect(Dialect(i % 2))
+	}
+	<-done
+}
