@@ -32,6 +32,10 @@ type Model struct {
 // runs on the CPU with one thread: a 32 ms window is far too small to repay a GPU round trip or a
 // thread pool's wake-up, and the caller's goroutine is the one core it costs.
 func Load(env *runtime.Env, path string) (*Model, error) {
+	return load(env, path, true)
+}
+
+func load(env *runtime.Env, path string, specialised bool) (*Model, error) {
 	if env == nil {
 		env = runtime.Shared()
 	}
@@ -66,7 +70,17 @@ func Load(env *runtime.Env, path string) (*Model, error) {
 			return nil, fmt.Errorf("load silero vad: %w: %s declares no output %q (want a Silero VAD v5/v6 export)", ErrModel, path, name)
 		}
 	}
+	onnx, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load silero vad: %w: %v", ErrModel, err)
+	}
 	m := &Model{path: path, hasSR: declared(ins, "sr")}
+	if m.hasSR && specialised {
+		// A model this cannot rewrite still runs as shipped.
+		if spec, err := specialise(onnx); err == nil {
+			onnx, m.hasSR = spec, false
+		}
+	}
 	inputs := []string{"input", "state"}
 	if m.hasSR {
 		inputs = append(inputs, "sr")
@@ -82,7 +96,7 @@ func Load(env *runtime.Env, path string) (*Model, error) {
 	if err := opts.SetInterOpNumThreads(1); err != nil {
 		return nil, fmt.Errorf("load silero vad: inter-op threads: %w", err)
 	}
-	m.session, err = ort.NewDynamicAdvancedSession(path, inputs, []string{"output", "stateN"}, opts)
+	m.session, err = ort.NewDynamicAdvancedSessionWithONNXData(onnx, inputs, []string{"output", "stateN"}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("load silero vad: %w: open %s: %v", ErrModel, path, err)
 	}

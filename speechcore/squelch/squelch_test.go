@@ -174,3 +174,37 @@ func TestAgreesWithSileroVadGo(t *testing.T) {
 		})
 	}
 }
+
+// The specialised graph (fold.go) must give exactly the probabilities of the export as shipped.
+func TestSpecialisedModelAgrees(t *testing.T) {
+	needModel(t)
+	shipped, err := load(testEnv, os.Getenv("VOICED_SILERO_MODEL"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shipped.Close()
+	if !shipped.hasSR || sharedModel.hasSR {
+		t.Fatalf("sr declared: shipped %v, specialised %v; want true, false", shipped.hasSR, sharedModel.hasSR)
+	}
+	for _, name := range []string{"samples.pcm", "samples2.pcm"} {
+		pcm := sileroTestfile(t, name)
+		probs := func(m *Model) []float32 {
+			st, err := m.NewStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var out []float32
+			if err := st.Feed(pcm, func(p float32) { out = append(out, p) }); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		want, got := probs(shipped), probs(sharedModel)
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-6 {
+				t.Fatalf("%s window %d: specialised %v, shipped %v", name, i, got[i], want[i])
+			}
+		}
+	}
+}
