@@ -214,3 +214,18 @@ func FuzzPhonemize(f *testing.F) {
 		}
 	})
 }
+
+func FuzzLexicon(f *testing.F) {
+	f.Add([]byte(`{"hello":"həlˈO","read":{"DEFAULT":"ɹˈid","VBD":"ɹˈɛd"},"x":null,"y":{"NOUN":null}}`))
+	f.Add([]byte(`{"a":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lex := Lexicon{}
+		if lex.add(b) == nil {
+			for w, ps := range lex {
+				if ps == "" {
+					t.Fatalf("empty entry for %q kept", w)
+				}
+			}
+		}
+	})
+}

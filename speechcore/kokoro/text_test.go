@@ -259,3 +259,23 @@ func TestSplitPhonemes(t *testing.T) {
 		}
 	}
 }
+
+func FuzzSplitPhonemes(f *testing.F) {
+	f.Add("hˈɛlO wˈɜɹld. ðə kˈæt, sˈæt!", 12)
+	f.Fuzz(func(t *testing.T, ps string, max int) {
+		if !utf8.ValidString(ps) || max < 1 || max > 600 {
+			return
+		}
+		batches := SplitPhonemes(ps, max)
+		var kept []string
+		for _, b := range batches {
+			if n := utf8.RuneCountInString(b); n == 0 || n > max {
+				t.Fatalf("batch of %d symbols (max %d)", n, max)
+			}
+			kept = append(kept, b)
+		}
+		if got, want := strings.Join(strings.Fields(strings.Join(kept, " ")), ""), strings.Join(strings.Fields(ps), ""); got != want {
+			t.Fatalf("symbols lost: %q vs %q", got, want)
+		}
+	})
+}
