@@ -204,11 +204,11 @@ func parseVmRSS(status []byte) (int64, error) {
 		if len(f) != 2 || f[1] != "kB" {
 			return 0, fmt.Errorf("read resident set: unexpected line %q", line)
 		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
+		kb, err := strconv.ParseUint(f[0], 10, 42) // < 4 PiB: the bytes fit an int64
 		if err != nil {
 			return 0, fmt.Errorf("read resident set: %w", err)
 		}
-		return kb * 1024, nil
+		return int64(kb) * 1024, nil
 	}
 	return 0, fmt.Errorf("read resident set: no VmRSS line")
 }

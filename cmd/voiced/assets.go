@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore/fixture"
 )
 
 // assetsCommand runs `voiced assets verify DIR` and `voiced assets fixture DIR`.
@@ -93,7 +94,6 @@ func assetsFixture(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// writeFixture is wired to fixture.Write as soon as speechcore/fixture exports it.
 func writeFixture(dir, sileroModel string) error {
-	return errors.New("the fixture writer (speechcore/fixture) is not in this build yet")
+	return fixture.Write(dir, fixture.Options{SileroModel: sileroModel})
 }

@@ -493,21 +493,55 @@ func TestAssetsVerify(t *testing.T) {
 	}
 }
 
-// A mounted server reports the mount's version; with the model files not real models it cannot be
-// warm, and the doors say so by name rather than as not mounted.
+// writeFixtureMount writes the codec fixture mount with `voiced assets fixture`.
+func writeFixtureMount(t *testing.T) string {
+	t.Helper()
+	silero := os.Getenv("VOICED_SILERO_MODEL")
+	if silero == "" {
+		t.Skip("VOICED_SILERO_MODEL is not set: run through make or eval \"$(make -s env)\"")
+	}
+	dir := filepath.Join(t.TempDir(), "mount")
+	r := runVoiced(t, append(baseEnv(t), "VOICED_SILERO_MODEL="+silero), "assets", "fixture", dir)
+	if r.code != 0 {
+		t.Fatalf("voiced assets fixture: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return dir
+}
+
+// The fixture mount is a valid mount: assets verify proves it, and a server mounted on it reports
+// its version. Warm is reported as measured (true once every engine loads and warms).
 func TestServeMounted(t *testing.T) {
-	mount := writeTestMount(t)
+	mount := writeFixtureMount(t)
+	v := runVoiced(t, baseEnv(t), "assets", "verify", mount)
+	if v.code != 0 {
+		t.Fatalf("assets verify on the fixture mount: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	m, err := assets.Open(mount)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := startServer(t, append(baseEnv(t), "VOICED_TOKEN=t", "VOICED_SPEECH_ASSETS="+mount))
 	base := "http://" + srv.addr
 	h := request(t, http.DefaultClient, "GET", base+"/health", "").body
 	speech, _ := h["speech"].(map[string]any)
-	if speech["mounted"] != true || speech["assetsVersion"] != "test-mount-7" {
-		t.Errorf("/health speech = %v", speech)
+	if speech["mounted"] != true || speech["assetsVersion"] != m.Version {
+		t.Errorf("/health speech = %v, want mounted with version %q", speech, m.Version)
 	}
 	sh := request(t, http.DefaultClient, "GET", base+"/v1/speech/health", "t").body
 	a, _ := sh["assets"].(map[string]any)
-	if a["version"] != "test-mount-7" || a["filesProved"] != 9.0 || a["mount"] != mount {
+	if a["version"] != m.Version || a["filesProved"] != float64(m.FilesProved()) || a["mount"] != m.Dir {
 		t.Errorf("/v1/speech/health assets = %v", a)
+	}
+	if sh["warm"] != speech["warm"] {
+		t.Errorf("warm differs: /health %v, /v1/speech/health %v", speech["warm"], sh["warm"])
+	}
+	// A mounted server never answers speech_assets_not_mounted.
+	r := request(t, http.DefaultClient, "POST", base+"/v1/audio/transcript", "t")
+	if r.body["name"] == "speech_assets_not_mounted" {
+		t.Errorf("mounted server answered %v", r.body)
+	}
+	if warm, _ := sh["warm"].(bool); !warm && r.body["name"] != "speech_not_warm" {
+		t.Errorf("not warm, yet a door answered %d %v", r.status, r.body)
 	}
 	if code := srv.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
