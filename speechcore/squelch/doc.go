@@ -10,4 +10,12 @@
 // follows Silero's reference streaming protocol (docs/models.md §3): 64 samples of context ahead
 // of each 512-sample window, state carried, sr a true scalar. A test runs silero-vad-go's Detector
 // on the same audio and checks both find the same speech.
+//
+// Load a Model once per process and share it (Config.Model): opening the session costs about
+// half a second; each Squelch then owns only a Stream's few small tensors.
+//
+// Measured on the real model (gate_test.go): digital silence, a keyboard-like click train, pink
+// and brown room tone from -70 to -10 dBFS and the recorded hush of the pocketsphinx recordings
+// amplified to -20 dBFS never reach 0.11 and never open the gate; full-scale white noise
+// reaches 0.72 in runs of at most 96 ms, which Confirm keeps shut.
 package squelch
