@@ -59,7 +59,8 @@ type model struct {
 	decoder      *runtime.Session
 	encoderInput string
 	nMels        int
-	filters      [][]float32
+	mel          *audio.Mel // the front end and its buffer, reused request after request
+	melBuf       []float32
 
 	layers, heads, headDim int
 	vocab                  int
@@ -102,7 +103,7 @@ func openModel(env *runtime.Env, dir string) (*model, error) {
 			m.destroy()
 		}
 	}()
-	m.filters = audio.MelFilters(cfg.NumMelBins, audio.WhisperNFFT, audio.WhisperSampleRate)
+	m.mel = audio.NewMel(cfg.NumMelBins)
 
 	m.encoder, err = env.NewSession(filepath.Join(dir, FileEncoder), nil)
 	if err != nil {
@@ -296,7 +297,9 @@ func (m *model) destroy() {
 func (m *model) transcribe(ctx context.Context, pcm []float32) (Result, error) {
 	start := time.Now()
 	var res Result
-	mel := logMel(pcm, m.filters)
+	m.melBuf = m.mel.Compute(m.melBuf, pcm)
+	mel := m.melBuf
+	res.Features = time.Since(start)
 	run, stop, err := m.runner(ctx)
 	if err != nil {
 		return res, err
