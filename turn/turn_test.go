@@ -245,3 +245,23 @@ func TestResetAndClose(t *testing.T) {
 		t.Fatalf("Feed after Close: %v, want ErrClosed", err)
 	}
 }
+
+// The floor's cost per 250 ms push: one Silero pass per window plus the state machine.
+func BenchmarkHushFeed250ms(b *testing.B) {
+	cfg := DefaultHushConfig(needModel(b))
+	h, err := NewHush(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	pcm := sileroTestfile(b, "samples2.pcm")
+	b.ResetTimer()
+	pos := 0
+	for range b.N {
+		at := pos % (len(pcm) - push250ms)
+		if _, err := h.Feed(pcm[at:at+push250ms], time.Duration(pos)*time.Second/rate); err != nil {
+			b.Fatal(err)
+		}
+		pos += push250ms
+	}
+}
