@@ -39,33 +39,44 @@ func LoadLexicon(dir string) (Lexicon, error) {
 }
 
 func (lex Lexicon) add(b []byte) error {
-	var raw map[string]json.RawMessage
+	var raw map[string]lexEntry
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	for word, v := range raw {
-		if _, seen := lex[word]; seen {
+	for word, e := range raw {
+		if _, seen := lex[word]; seen || e == "" {
 			continue
 		}
-		var ps string
-		if len(v) > 0 && v[0] == '{' {
-			var byPOS map[string]*string
-			if err := json.Unmarshal(v, &byPOS); err != nil {
-				return fmt.Errorf("entry %q: %w", word, err)
-			}
-			if d := byPOS["DEFAULT"]; d != nil {
-				ps = *d
-			}
-		} else if err := json.Unmarshal(v, &ps); err != nil {
-			var null *string
-			if json.Unmarshal(v, &null) == nil && null == nil {
-				continue
-			}
-			return fmt.Errorf("entry %q: %w", word, err)
+		lex[word] = string(e)
+	}
+	return nil
+}
+
+// lexEntry is one lexicon value: a phoneme string, a POS-keyed dict (DEFAULT is kept) or null
+// (kept as "", then skipped).
+type lexEntry string
+
+func (e *lexEntry) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
 		}
-		if ps != "" {
-			lex[word] = ps
+		*e = lexEntry(s)
+	case len(b) > 0 && b[0] == '{':
+		var byPOS struct {
+			Default *string `json:"DEFAULT"`
 		}
+		if err := json.Unmarshal(b, &byPOS); err != nil {
+			return err
+		}
+		if byPOS.Default != nil {
+			*e = lexEntry(*byPOS.Default)
+		}
+	case string(b) == "null":
+	default:
+		return fmt.Errorf("lexicon entry %s is neither a string, a dict nor null", b)
 	}
 	return nil
 }
