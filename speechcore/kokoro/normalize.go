@@ -52,7 +52,7 @@ var quoteReplacer = strings.NewReplacer(
 
 var (
 	abbrevRe = regexp.MustCompile(`\b(Dr|Mr|Mrs|Ms|Prof|Jr|Sr|St|vs|Mt|No)\.(\s*\d)?`)
-	latinRe  = regexp.MustCompile(`\b(?:etc|e\.g|i\.e)\.`)
+	latinRe  = regexp.MustCompile(`\b(etc|e\.g|i\.e)\.(\s+\p{Ll})?`)
 )
 
 var titles = map[string]string{
@@ -73,15 +73,18 @@ func expandAbbrev(m string) string {
 }
 
 func expandLatin(m string) string {
-	// A trailing period is kept only where it ends the text: the splitter already put any
-	// sentence-ending abbreviation at the end of its sentence.
-	switch m {
-	case "etc.":
+	sub := latinRe.FindStringSubmatch(m)
+	switch sub[1] {
+	case "etc":
+		// The period ends the sentence too unless the sentence goes on in lower case.
+		if sub[2] != "" {
+			return "et cetera" + sub[2]
+		}
 		return "et cetera."
-	case "e.g.":
-		return "for example,"
+	case "e.g":
+		return "for example," + sub[2]
 	default:
-		return "that is,"
+		return "that is," + sub[2]
 	}
 }
 

@@ -13,6 +13,8 @@ func TestNormalize(t *testing.T) {
 		"whitespace":       {"  a \t b\n\nc ", "a b c"},
 		"titles":           {"Dr. Smith met Mr. Jones and Mrs. Brown.", "Doctor Smith met Mister Jones and Missus Brown."},
 		"etc at end":       {"apples, pears, etc.", "apples, pears, et cetera."},
+		"etc mid sentence": {"apples, etc. and pears", "apples, et cetera and pears"},
+		"etc then capital": {"apples, etc. Then pears.", "apples, et cetera. Then pears."},
 		"e.g.":             {"fruit, e.g. apples", "fruit, for example, apples"},
 		"number":           {"I have 42 cats.", "I have forty-two cats."},
 		"thousands":        {"1,234,567 people", "one million two hundred thirty-four thousand five hundred sixty-seven people"},
