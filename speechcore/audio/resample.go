@@ -18,9 +18,16 @@ import (
 const (
 	resamplerPassband    = 0.9 // of minNyq
 	resamplerAttenuation = 80.0
-	// Phase tables larger than this many coefficients (odd rate pairs such as 16001→16000) are
-	// not stored: each output's phase is computed when needed.
+	// A rate pair whose exact phase tables (L phases × 2H taps) would exceed this many
+	// coefficients — odd pairs such as 44101→16000 — keeps instead one dense table of the
+	// kernel, sampled denseMin..denseMax times per input sample, and linearly interpolates each
+	// output's taps from it.
 	maxTableCoefficients = 1 << 20
+	denseMax             = 1024
+	denseMin             = 32
+	// Kernels are cached for reuse until they hold this many coefficients in all; past that,
+	// each Resampler builds its own (odd rates from uploads cannot grow memory without bound).
+	kernelCacheCoefficients = 1 << 23
 )
 
 // kernel is the immutable filter for one rate pair, shared by every Resampler of that pair.
@@ -30,10 +37,16 @@ type kernel struct {
 	fc     float64 // cutoff in cycles per input sample
 	beta   float64 // Kaiser β
 	i0Beta float64
-	phases [][]float32 // [l][2H], nil when computed per output
+	phases [][]float32 // [l][2H] exact phases; nil for a dense kernel
+	dense  []float32   // the kernel at d = i/res - H, i = 0..2H·res, when phases is nil
+	res    int         // dense samples per input sample
 }
 
-var kernels sync.Map // [2]int{from, to} → *kernel
+var kernelCache struct {
+	sync.Mutex
+	byRates map[[2]int]*kernel
+	size    int // coefficients held
+}
 
 func gcd(a, b int) int {
 	for b != 0 {
@@ -44,9 +57,29 @@ func gcd(a, b int) int {
 
 func kernelFor(from, to int) *kernel {
 	key := [2]int{from, to}
-	if k, ok := kernels.Load(key); ok {
-		return k.(*kernel)
+	kernelCache.Lock()
+	k, ok := kernelCache.byRates[key]
+	kernelCache.Unlock()
+	if ok {
+		return k
 	}
+	k = newKernel(from, to)
+	kernelCache.Lock()
+	defer kernelCache.Unlock()
+	if cached, ok := kernelCache.byRates[key]; ok {
+		return cached
+	}
+	if n := k.size(); kernelCache.size+n <= kernelCacheCoefficients {
+		if kernelCache.byRates == nil {
+			kernelCache.byRates = map[[2]int]*kernel{}
+		}
+		kernelCache.byRates[key] = k
+		kernelCache.size += n
+	}
+	return k
+}
+
+func newKernel(from, to int) *kernel {
 	g := gcd(from, to)
 	minNyq := float64(min(from, to)) / 2
 	transition := (1 - resamplerPassband) * minNyq / float64(from) // cycles per input sample
@@ -63,38 +96,66 @@ func kernelFor(from, to int) *kernel {
 		for p := range k.phases {
 			k.phases[p] = k.phase(p, make([]float32, 2*k.half))
 		}
+		return k
 	}
-	actual, _ := kernels.LoadOrStore(key, k)
-	return actual.(*kernel)
+	k.res = min(max(maxTableCoefficients/(2*k.half), denseMin), denseMax)
+	k.dense = make([]float32, 2*k.half*k.res+1)
+	for i := range k.dense {
+		k.dense[i] = float32(k.at(float64(i)/float64(k.res) - float64(k.half)))
+	}
+	return k
+}
+
+func (k *kernel) size() int {
+	if k.phases != nil {
+		return k.l * 2 * k.half
+	}
+	return len(k.dense)
+}
+
+// at is the Kaiser-windowed sinc at distance d input samples from the output time.
+func (k *kernel) at(d float64) float64 {
+	h := float64(k.half)
+	u := d / h
+	if u <= -1 || u >= 1 {
+		return 0
+	}
+	x := 2 * k.fc * d
+	sinc := 1.0
+	if x != 0 {
+		sinc = math.Sin(math.Pi*x) / (math.Pi * x)
+	}
+	return 2 * k.fc * sinc * besselI0(k.beta*math.Sqrt(1-u*u)) / k.i0Beta
 }
 
 // phase fills dst[0:2H] with the taps for fractional offset p/L: dst[j] weighs input q-H+1+j
-// for output time q+p/L. Each phase is normalised to unit DC gain.
+// for output time q+p/L. Each phase is normalised to unit DC gain. A dense kernel interpolates
+// its table; otherwise the taps are computed exactly.
 func (k *kernel) phase(p int, dst []float32) []float32 {
 	frac := float64(p) / float64(k.l)
 	h := float64(k.half)
-	var taps [1024]float64
-	w := taps[:0]
-	if 2*k.half > len(taps) {
-		w = make([]float64, 0, 2*k.half)
-	}
+	dst = dst[:2*k.half]
 	var sum float64
-	for j := 0; j < 2*k.half; j++ {
+	for j := range dst {
 		d := h - 1 - float64(j) + frac // distance from the output time
-		v := 0.0
-		if u := d / h; u > -1 && u < 1 {
-			x := 2 * k.fc * d
-			sinc := 1.0
-			if x != 0 {
-				sinc = math.Sin(math.Pi*x) / (math.Pi * x)
+		var v float64
+		if k.dense != nil {
+			pos := (d + h) * float64(k.res)
+			i := int(pos)
+			t := pos - float64(i)
+			v = float64(k.dense[i])
+			if t > 0 {
+				v += t * (float64(k.dense[i+1]) - v)
 			}
-			v = 2 * k.fc * sinc * besselI0(k.beta*math.Sqrt(1-u*u)) / k.i0Beta
+		} else {
+			v = k.at(d)
 		}
-		w = append(w, v)
+		dst[j] = float32(v)
 		sum += v
 	}
-	for j, v := range w {
-		dst[j] = float32(v / sum)
+	inv := 1 / sum
+	for j, v := range dst {
+		dst[j] = float32(float64(v) * inv)
 	}
 	return dst
 }

@@ -13,6 +13,16 @@ import (
 var ratePairs = [][2]int{
 	{24000, 16000}, {48000, 16000}, {44100, 16000}, {8000, 16000}, {16000, 24000},
 	{22050, 16000}, {16000, 8000}, {32000, 16000}, {16000, 48000},
+	{44101, 16000}, // an odd pair: too many phases to tabulate, interpolated from a dense kernel
+}
+
+func TestResampleKernelKinds(t *testing.T) {
+	if k := kernelFor(24000, 16000); k.phases == nil || len(k.phases) != 2 || k.m != 3 || len(k.phases[0]) != 2*k.half {
+		t.Fatalf("24k→16k: want 2 exact phases of 2H taps, got L=%d M=%d", k.l, k.m)
+	}
+	if k := kernelFor(44101, 16000); k.phases != nil || k.dense == nil || k.res < denseMin {
+		t.Fatalf("44101→16000: want a dense interpolated kernel, got %d phases", len(k.phases))
+	}
 }
 
 func sine(n, rate int, freq, amp, phase float64) []float32 {
