@@ -1,0 +1,288 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/wire"
+)
+
+// outQueue bounds the events waiting for the writer: a slow reader slows the session (the
+// senders block), it is never buffered without bound.
+const outQueue = 256
+
+var (
+	errIdle    = errors.New("session idle")
+	errLimit   = errors.New("session limit reached")
+	errCleanup = errors.New("conversation ended")
+)
+
+// frame is one thing for the writer: a text frame, or a close.
+type frame struct {
+	data        []byte
+	closeStatus websocket.StatusCode
+	closeReason string
+}
+
+// conversation is one realtime socket. The read loop (run) owns it: it starts the writer, the
+// meter flusher, transcription and reply workers, and on exit cancels and waits for them.
+type conversation struct {
+	srv     *Server
+	log     *slog.Logger
+	conn    *websocket.Conn
+	grant   Grant
+	enc     *wire.Encoder
+	convID  string
+	engines Engines
+
+	ctx    context.Context // the session's: nothing cancels it but the end of the conversation
+	cancel context.CancelFunc
+	out    chan frame     // to the writer
+	work   sync.WaitGroup // transcription and reply workers
+	closed atomic.Bool    // a close has been queued; further frames are dropped
+
+	// Owned by the read loop.
+	dialect     wire.Dialect
+	sessionSeen bool // a session.update decided the dialect
+	sess        wire.Session
+	input       inputBuffer
+	floor       Floor
+	floorBase   int64 // timeline sample (16 kHz) of the floor's first push
+	squelch     Squelch
+	speechItem  string // the user item named by speech_started, until committed
+	idle        *time.Timer
+
+	// Shared with workers, under mu.
+	mu     sync.Mutex
+	items  []*entry
+	active *reply
+
+	heardSamples  atomic.Int64 // 16 kHz samples past the squelch, not yet metered
+	heardForReply atomic.Int64 // 16 kHz samples past the squelch since the last response.done
+	spokenSamples atomic.Int64 // 24 kHz samples sent, not yet metered
+	meterKick     chan struct{}
+}
+
+func newConversation(s *Server, conn *websocket.Conn, g Grant, d wire.Dialect, model string) *conversation {
+	c := &conversation{
+		srv: s, log: s.log, conn: conn, grant: g, engines: s.cfg.Engines,
+		enc: wire.NewEncoder(d), dialect: d, convID: wire.NewID("conv_"),
+		out: make(chan frame, outQueue), meterKick: make(chan struct{}, 1),
+		sess: wire.NewSession(wire.NewID("sess_"), model),
+	}
+	if model == "" {
+		c.sess.Model = "voiced"
+	}
+	return c
+}
+
+// run is the read loop. It returns when the client closes, the session ends, or ctx is done.
+func (c *conversation) run(parent context.Context) {
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(parent))
+	var writer, meter sync.WaitGroup
+	writer.Go(c.writeLoop)
+	meter.Go(c.meterLoop)
+	defer func() {
+		c.cancel() // replies and transcriptions stop; the writer ends
+		c.work.Wait()
+		writer.Wait()
+		meter.Wait()
+		c.conn.Close(websocket.StatusNormalClosure, "")
+	}()
+
+	if err := c.start(); err != nil {
+		c.fail(err)
+		return
+	}
+	c.idle = time.AfterFunc(c.srv.cfg.IdleTimeout, func() {
+		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("no events for %s", c.srv.cfg.IdleTimeout)),
+			websocket.StatusGoingAway, "idle")
+	})
+	defer c.idle.Stop()
+
+	for {
+		typ, data, err := c.conn.Read(c.ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == -1 && c.ctx.Err() == nil && !c.closed.Load() {
+				c.log.Debug("realtime read ended", "err", err)
+			}
+			return
+		}
+		c.idle.Reset(c.srv.cfg.IdleTimeout)
+		if c.closed.Load() {
+			return
+		}
+		if typ != websocket.MessageText {
+			c.send(wire.ErrInvalidEvent("", "Binary frames are not accepted: send JSON events in text frames."))
+			continue
+		}
+		ev, err := wire.Decode(data, c.dialect)
+		if err != nil {
+			c.sendError(err)
+			continue
+		}
+		c.handle(ev)
+	}
+}
+
+// start sends session.created, with the ticket's session config applied first.
+func (c *conversation) start() error {
+	if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
+		if err := applySessionObject(&c.sess, c.grant.Session, c.dialect); err != nil {
+			return err
+		}
+	}
+	if err := c.configure(); err != nil {
+		return err
+	}
+	c.send(wire.SessionCreated{Session: c.sess})
+	return nil
+}
+
+// configure (re)builds what depends on the session config: the input converter, the floor and
+// the squelch.
+func (c *conversation) configure() error {
+	if err := c.input.setFormat(c.sess.InputFormat); err != nil {
+		return err
+	}
+	c.floor = nil
+	if c.sess.TurnDetection.Type != wire.TurnNone && c.engines.NewFloor != nil {
+		f, err := c.engines.NewFloor(c.sess.TurnDetection)
+		if err != nil {
+			return fmt.Errorf("turn detection: %w", err)
+		}
+		c.floor = f
+		c.floorBase = c.input.timeline
+	}
+	if c.squelch == nil && c.engines.NewSquelch != nil {
+		q, err := c.engines.NewSquelch()
+		if err != nil {
+			return fmt.Errorf("squelch: %w", err)
+		}
+		c.squelch = q
+	}
+	return nil
+}
+
+// fail reports a server failure and closes.
+func (c *conversation) fail(err error) {
+	c.log.Error("realtime conversation failed", "err", err)
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		we = wire.ErrServer("the conversation could not start: see the server log", "")
+	}
+	c.closeWith(we, websocket.StatusInternalError, "server error")
+}
+
+// ---- the writer ----
+
+// writeLoop is the only goroutine that writes the socket, on the session's context.
+func (c *conversation) writeLoop() {
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case f := <-c.out:
+			if f.data == nil {
+				c.conn.Close(f.closeStatus, f.closeReason)
+				c.cancel()
+				return
+			}
+			if err := c.conn.Write(c.ctx, websocket.MessageText, f.data); err != nil {
+				c.cancel()
+				return
+			}
+		}
+	}
+}
+
+// send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
+// when the session ends. Safe from any goroutine.
+func (c *conversation) send(ev wire.ServerEvent) {
+	if c.closed.Load() {
+		return
+	}
+	b, err := c.enc.Encode(ev)
+	if err != nil {
+		c.log.Error("encode server event", "err", err)
+		return
+	}
+	if b == nil {
+		return // the dialect has no such event
+	}
+	select {
+	case c.out <- frame{data: b}:
+	case <-c.ctx.Done():
+	}
+}
+
+// sendError sends err as an error event (a *wire.Error as is; anything else as server_error).
+func (c *conversation) sendError(err error) {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		c.log.Error("realtime event failed", "err", err)
+		we = wire.ErrServer("the server failed this event: see its log", "")
+	}
+	c.send(we)
+}
+
+// closeWith sends an error event, then closes the socket with status; later sends are dropped.
+func (c *conversation) closeWith(we *wire.Error, status websocket.StatusCode, reason string) {
+	c.send(we)
+	if c.closed.Swap(true) {
+		return
+	}
+	select {
+	case c.out <- frame{closeStatus: status, closeReason: reason}:
+	case <-c.ctx.Done():
+	}
+}
+
+// ---- metering ----
+
+// meterLoop hands heard and spoken seconds to the meter every second and at each turn end.
+func (c *conversation) meterLoop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			c.flushMeter(ctx)
+			cancel()
+			return
+		case <-tick.C:
+		case <-c.meterKick:
+		}
+		c.flushMeter(c.ctx)
+	}
+}
+
+func (c *conversation) flushMeter(ctx context.Context) {
+	heard := c.heardSamples.Swap(0)
+	spoken := c.spokenSamples.Swap(0)
+	if c.engines.Meter == nil || (heard == 0 && spoken == 0) {
+		return
+	}
+	u := Usage{Subject: c.grant.Principal.Subject, Org: c.grant.Principal.Org,
+		Heard: audio.Duration(int(heard), 16000), Spoken: audio.Duration(int(spoken), 24000)}
+	if err := c.engines.Meter.Record(ctx, u); err != nil {
+		c.log.Error("meter record failed", "err", err, "subject", u.Subject)
+	}
+}
+
+// turnEnded asks the meter loop to record now.
+func (c *conversation) turnEnded() {
+	select {
+	case c.meterKick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,232 @@
+package session
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/wire"
+)
+
+// handle answers one client event, on the read loop.
+func (c *conversation) handle(ev wire.ClientEvent) {
+	id := ev.ClientEventID()
+	switch e := ev.(type) {
+	case *wire.SessionUpdate:
+		c.sessionUpdate(e)
+	case *wire.InputAudioBufferAppend:
+		c.appendAudio(e)
+	case *wire.InputAudioBufferCommit:
+		if ms := c.input.bufferedMs(); ms < minCommitMs {
+			c.send(wire.ErrCommitEmpty(ms, id))
+			return
+		}
+		raw, pcm := c.input.takeAll()
+		c.commit(c.takeSpeechItem(), raw, pcm)
+	case *wire.InputAudioBufferClear:
+		c.input.clear()
+		c.speechItem = ""
+		c.send(wire.InputAudioBufferCleared{})
+	case *wire.ConversationItemCreate:
+		c.createItem(e)
+	case *wire.ConversationItemDelete:
+		if !c.deleteItem(e.ItemID) {
+			c.send(wire.ErrItemNotFound("item_id", e.ItemID, id))
+			return
+		}
+		c.send(wire.ConversationItemDeleted{ItemID: e.ItemID})
+	case *wire.ConversationItemRetrieve:
+		it, ok := c.itemCopy(e.ItemID)
+		if !ok {
+			c.send(wire.ErrItemNotFound("item_id", e.ItemID, id))
+			return
+		}
+		c.send(wire.ConversationItemRetrieved{Item: it})
+	case *wire.ConversationItemTruncate:
+		if err := c.truncate(e); err != nil {
+			c.send(err)
+			return
+		}
+		c.send(wire.ConversationItemTruncated{ItemID: e.ItemID, ContentIndex: e.ContentIndex, AudioEndMs: e.AudioEndMs})
+	case *wire.ResponseCreate:
+		if err := c.startReply(e.Response, id); err != nil {
+			c.send(err)
+		}
+	case *wire.ResponseCancel:
+		if !c.cancelReply(e.ResponseID, errClientCancelled) {
+			c.send(wire.ErrCancelNotActive(id))
+		}
+	case *wire.OutputAudioBufferClear:
+		// Over a WebSocket the client holds the unplayed audio; there is no buffer here to clear.
+	default:
+		c.send(wire.ErrInvalidEvent(id, fmt.Sprintf("The event type '%s' is not supported.", ev.EventType())))
+	}
+}
+
+func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
+	d, err := u.Redecide(c.dialect, !c.sessionSeen)
+	if err != nil {
+		c.sendError(err)
+		return
+	}
+	next := c.sess
+	if err := next.Apply(u); err != nil {
+		c.sendError(err)
+		return
+	}
+	c.sessionSeen = true
+	if d != c.dialect {
+		c.dialect = d
+		c.enc.SetDialect(d)
+	}
+	prev := c.sess
+	c.sess = next
+	if prev.TurnDetection != next.TurnDetection || prev.InputFormat != next.InputFormat {
+		if err := c.configure(); err != nil {
+			c.sess = prev
+			c.configure()
+			c.sendError(wire.ErrServer("the session's audio settings could not be applied: "+err.Error(), u.ClientEventID()))
+			return
+		}
+	}
+	c.send(wire.SessionUpdated{Session: c.sess})
+}
+
+// appendAudio takes one append: the floor is decided on it before anything else hears it.
+func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
+	if c.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
+		c.send(wire.ErrInvalidValue("audio", e.ClientEventID(),
+			"Invalid 'audio': pcm16 audio must be whole 16-bit samples; got %d bytes.", len(e.Audio)))
+		return
+	}
+	pcm, err := c.input.append(e.Audio)
+	if err != nil {
+		c.send(wire.ErrInvalidValue("audio", e.ClientEventID(), "Invalid 'audio': %v", err))
+		return
+	}
+	var fe FloorEvent
+	if c.floor != nil {
+		if fe, err = c.floor.Push(pcm); err != nil {
+			c.sendError(fmt.Errorf("turn detection: %w", err))
+		}
+	}
+	heard := len(pcm)
+	if c.squelch != nil {
+		passed, err := c.squelch.Push(pcm)
+		if err != nil {
+			c.log.Error("squelch failed; billing the audio as heard", "err", err)
+		} else {
+			heard = len(passed)
+		}
+	}
+	c.heardSamples.Add(int64(heard))
+	c.heardForReply.Add(int64(heard))
+
+	if fe.Started && c.speechItem == "" {
+		c.speechItem = wire.NewID("item_")
+		start := max(c.floorBase+fe.StartSample, 0)
+		c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(start), ItemID: c.speechItem})
+		if c.sess.TurnDetection.InterruptResponse {
+			c.cancelReply("", errTurnDetected)
+		}
+		c.input.speechStart = start
+	}
+	if fe.Stopped && c.speechItem != "" {
+		end := min(c.floorBase+fe.EndSample, c.input.timeline)
+		item := c.speechItem
+		c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: item})
+		raw, span := c.input.takeSpan(c.input.speechStart, end)
+		c.commit(c.takeSpeechItem(), raw, span)
+		if c.sess.TurnDetection.CreateResponse {
+			if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
+				c.send(err)
+			}
+		}
+	}
+
+	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline), hearRate) >= limit {
+		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
+			websocket.StatusGoingAway, "session limit")
+	}
+}
+
+// takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.
+func (c *conversation) takeSpeechItem() string {
+	id := c.speechItem
+	c.speechItem = ""
+	if id == "" {
+		id = wire.NewID("item_")
+	}
+	return id
+}
+
+// commit makes the buffered audio a user item: committed, the item events, then its
+// transcription on a worker (the reply waits for it: words, not bytes).
+func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
+	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
+		Content: []wire.ContentPart{{Type: wire.InputAudio, Audio: raw}}}, ready: make(chan struct{})}
+	prev := c.appendEntry(e, "")
+	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
+	it := cloneItem(e.item)
+	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: it})
+	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(e.item)})
+	c.turnEnded()
+
+	transcribe := c.sess.Transcription != nil
+	c.work.Go(func() { c.transcribe(e, pcm, transcribe) })
+}
+
+// transcribe hears a committed item and records its transcript.
+func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
+	defer close(e.ready)
+	if c.engines.Ears == nil || len(pcm) == 0 {
+		return
+	}
+	text, err := c.engines.Ears.Transcribe(c.ctx, pcm)
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.log.Error("input transcription failed", "err", err)
+			if report {
+				c.send(wire.InputAudioTranscriptionFailed{ItemID: e.item.ID, ContentIndex: 0,
+					Error: &wire.Error{Type: wire.TypeServer, Code: codeTranscriptionFailed, Message: "the transcription of this audio failed"}})
+			}
+		}
+		return
+	}
+	c.mu.Lock()
+	e.item.Content[0].Transcript = &text
+	c.mu.Unlock()
+	if report {
+		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
+			Seconds: float64(len(pcm)) / hearRate})
+	}
+}
+
+func (c *conversation) createItem(e *wire.ConversationItemCreate) {
+	it := e.Item
+	if it.ID == "" {
+		it.ID = wire.NewID("item_")
+	}
+	if it.Type == wire.ItemFunctionCall && it.CallID == "" {
+		it.CallID = wire.NewID("call_")
+	}
+	if it.Status == "" {
+		it.Status = wire.ItemCompleted
+	}
+	if _, dup := c.itemCopy(it.ID); dup {
+		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
+		return
+	}
+	ent := &entry{item: it}
+	if e.PreviousItemID != "" && e.PreviousItemID != "root" {
+		if _, ok := c.itemCopy(e.PreviousItemID); !ok {
+			c.send(wire.ErrItemNotFound("previous_item_id", e.PreviousItemID, e.ClientEventID()))
+			return
+		}
+	}
+	prev := c.appendEntry(ent, e.PreviousItemID)
+	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
+	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+}

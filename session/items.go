@@ -1,0 +1,196 @@
+package session
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/wire"
+)
+
+// entry is one conversation item with what the session keeps beside it.
+type entry struct {
+	item wire.Item
+	// ready is closed once a committed user audio item's transcript is known (nil: nothing to wait for).
+	ready chan struct{}
+	// spoken is an assistant audio item's audio, sentence by sentence, for truncation.
+	spoken []spokenPiece
+}
+
+// spokenPiece is one sentence of reply audio: its text and how many 24 kHz samples were sent.
+type spokenPiece struct {
+	text    string
+	samples int
+}
+
+// appendEntry inserts e after previous ("" appends at the end, "root" at the start) and returns
+// the id of the item before it ("" when first).
+func (c *conversation) appendEntry(e *entry, previous string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := len(c.items)
+	switch previous {
+	case "":
+	case "root":
+		at = 0
+	default:
+		if i := c.indexOf(previous); i >= 0 {
+			at = i + 1
+		}
+	}
+	c.items = slices.Insert(c.items, at, e)
+	if at == 0 {
+		return ""
+	}
+	return c.items[at-1].item.ID
+}
+
+func (c *conversation) indexOf(id string) int {
+	return slices.IndexFunc(c.items, func(e *entry) bool { return e.item.ID == id })
+}
+
+func (c *conversation) deleteItem(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.indexOf(id)
+	if i < 0 {
+		return false
+	}
+	c.items = slices.Delete(c.items, i, i+1)
+	return true
+}
+
+// itemCopy returns a copy of item id safe to hand to the writer.
+func (c *conversation) itemCopy(id string) (wire.Item, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.indexOf(id)
+	if i < 0 {
+		return wire.Item{}, false
+	}
+	return cloneItem(c.items[i].item), true
+}
+
+// cloneItem copies an item deeply enough that later changes do not reach an event already queued.
+func cloneItem(it wire.Item) wire.Item {
+	it.Content = slices.Clone(it.Content)
+	for i := range it.Content {
+		if t := it.Content[i].Transcript; t != nil {
+			s := *t
+			it.Content[i].Transcript = &s
+		}
+	}
+	if it.Content == nil && it.Type == wire.ItemMessage {
+		it.Content = []wire.ContentPart{}
+	}
+	return it
+}
+
+// truncate cuts an assistant audio item to what the client played (audio_end_ms): the transcript
+// keeps the sentences heard whole and of the sentence cut, the share of its words its heard
+// audio covers.
+func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.indexOf(t.ItemID)
+	if i < 0 {
+		return wire.ErrTruncateUnknownItem(t.ItemID, t.ClientEventID())
+	}
+	e := c.items[i]
+	if e.item.Type != wire.ItemMessage || e.item.Role != wire.RoleAssistant ||
+		t.ContentIndex < 0 || t.ContentIndex >= len(e.item.Content) || e.item.Content[t.ContentIndex].Type != wire.OutputAudio {
+		return wire.ErrInvalidValue("content_index", t.ClientEventID(),
+			"Invalid 'content_index': item '%s' has no audio content at index %d.", t.ItemID, t.ContentIndex)
+	}
+	total := 0
+	for _, p := range e.spoken {
+		total += p.samples
+	}
+	totalMs := total * 1000 / 24000
+	if t.AudioEndMs < 0 || t.AudioEndMs > totalMs {
+		return wire.ErrAudioEndTooLong(totalMs, t.AudioEndMs, t.ClientEventID())
+	}
+	keep := t.AudioEndMs * 24 // samples at 24 kHz
+	var heard []spokenPiece
+	var text strings.Builder
+	for _, p := range e.spoken {
+		if keep <= 0 {
+			break
+		}
+		if keep >= p.samples {
+			heard = append(heard, p)
+			text.WriteString(p.text)
+			keep -= p.samples
+			continue
+		}
+		cut := cutWords(p.text, float64(keep)/float64(p.samples))
+		heard = append(heard, spokenPiece{text: cut, samples: keep})
+		text.WriteString(cut)
+		keep = 0
+	}
+	e.spoken = heard
+	s := strings.TrimSpace(text.String())
+	e.item.Content[t.ContentIndex].Transcript = &s
+	e.item.Status = wire.ItemIncomplete
+	return nil
+}
+
+// cutWords keeps the share frac of text's characters, ending at a word boundary.
+func cutWords(text string, frac float64) string {
+	n := utf8.RuneCountInString(text)
+	keep := int(frac * float64(n))
+	if keep <= 0 {
+		return ""
+	}
+	runes := []rune(text)
+	if keep >= n {
+		return text
+	}
+	cut := string(runes[:keep])
+	if keep < n && runes[keep] != ' ' {
+		if sp := strings.LastIndexByte(cut, ' '); sp >= 0 {
+			cut = cut[:sp]
+		} else {
+			cut = ""
+		}
+	}
+	return cut
+}
+
+// history renders the conversation (or a response's own input) for the mind.
+func history(items []wire.Item) []mind.Message {
+	var out []mind.Message
+	for _, it := range items {
+		switch it.Type {
+		case wire.ItemMessage:
+			var text []string
+			for _, p := range it.Content {
+				switch {
+				case p.Text != "":
+					text = append(text, p.Text)
+				case p.Transcript != nil && *p.Transcript != "":
+					text = append(text, *p.Transcript)
+				}
+			}
+			role := mind.RoleUser
+			switch it.Role {
+			case wire.RoleAssistant:
+				role = mind.RoleAssistant
+			case wire.RoleSystem:
+				role = mind.RoleSystem
+			}
+			out = append(out, mind.Message{Role: role, Text: strings.Join(text, " ")})
+		case wire.ItemFunctionCall:
+			call := mind.Call{ID: it.CallID, Name: it.Name, Arguments: it.Arguments}
+			if n := len(out); n > 0 && out[n-1].Role == mind.RoleAssistant {
+				out[n-1].Calls = append(out[n-1].Calls, call)
+			} else {
+				out = append(out, mind.Message{Role: mind.RoleAssistant, Calls: []mind.Call{call}})
+			}
+		case wire.ItemFunctionCallOutput:
+			out = append(out, mind.Message{Role: mind.RoleTool, CallID: it.CallID, Text: it.Output})
+		}
+	}
+	return out
+}

@@ -1,0 +1,425 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/kokoro"
+	"github.com/voiced/voiced/wire"
+)
+
+// Why a reply's context was cancelled.
+var (
+	errTurnDetected    = errors.New("the user started speaking")
+	errClientCancelled = errors.New("response.cancel")
+)
+
+// deltaSamples is the audio per output delta (200 ms at 24 kHz): a barge-in stops the reply
+// within one delta, and a truncate can land inside a sentence.
+const deltaSamples = 4800
+
+// splitChars batches later sentences up to this size for synthesis (the first goes alone).
+const splitChars = 200
+
+// reply is one response writing the conversation.
+type reply struct {
+	id        string
+	ctx       context.Context // cancelled by barge-in or response.cancel (cause says which)
+	cancel    context.CancelCauseFunc
+	cancelled bool          // under conversation.mu
+	done      chan struct{} // closed when its response.done is queued
+	prev      chan struct{} // the previous reply's done, when it was still finishing
+}
+
+// startReply begins a response on a worker; a response still writing is an error.
+func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.Error {
+	c.mu.Lock()
+	var prev chan struct{}
+	if a := c.active; a != nil {
+		if !a.cancelled {
+			c.mu.Unlock()
+			return wire.ErrActiveResponse(a.id, eventID)
+		}
+		prev = a.done // cancelled, finishing its done events: the new reply waits for them
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}), prev: prev}
+	c.active = r
+	c.mu.Unlock()
+
+	cfg := c.sess.ForResponse(p)
+	var input []wire.Item
+	if p.Input.Set() {
+		input = p.Input.Value
+	}
+	c.work.Go(func() {
+		defer cancel(nil)
+		c.respond(r, cfg, input)
+	})
+	return nil
+}
+
+// cancelReply cancels the active response (id "" = whichever); false when none is running.
+func (c *conversation) cancelReply(id string, cause error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.active
+	if a == nil || a.cancelled || (id != "" && id != a.id) {
+		return false
+	}
+	a.cancelled = true
+	a.cancel(cause)
+	return true
+}
+
+// replyRun is one response's output state, owned by its worker.
+type replyRun struct {
+	c    *conversation
+	r    *reply
+	cfg  wire.Session
+	resp wire.Response
+
+	speak    bool // audio out (else text)
+	splitter *kokoro.Splitter
+	out      *audio.Resampler // 24 kHz → 8 kHz for G.711
+
+	msg     *entry
+	msgIdx  int
+	text    strings.Builder // the message's text (text out) or transcript (audio out)
+	outputs []*entry
+	calls   map[int]*entry
+	spoken  int // 24 kHz samples sent
+}
+
+// respond runs the mind and speaks its answer.
+func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
+	if r.prev != nil {
+		select {
+		case <-r.prev:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+	run := &replyRun{c: c, r: r, cfg: cfg, resp: wire.NewResponse(r.id, c.convID, cfg),
+		speak: !cfg.TextOnly && c.engines.Voice != nil, calls: map[int]*entry{}}
+	if run.speak {
+		run.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: splitChars})
+		if cfg.OutputFormat != wire.PCM16 {
+			run.out, _ = audio.NewResampler(24000, cfg.OutputFormat.SampleRate())
+		}
+	}
+	created := run.resp
+	created.Output = nil
+	c.send(wire.ResponseCreated{Response: created})
+
+	err := c.waitTranscripts(r.ctx)
+	if err == nil {
+		req := mind.Request{Instructions: cfg.Instructions, History: history(c.context(input)),
+			ToolChoice: toolChoice(cfg.ToolChoice)}
+		for _, t := range cfg.Tools {
+			req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		}
+		if cfg.ToolChoice.Mode == wire.ToolChoiceNone {
+			req.Tools = nil
+		}
+		_, err = c.engines.Mind.Answer(r.ctx, req, run.delta)
+		if err == nil && run.speak && run.msg != nil {
+			err = run.say(run.splitter.Flush())
+		}
+	}
+	run.finish(err)
+}
+
+func toolChoice(tc wire.ToolChoice) string {
+	if tc.Mode == wire.ToolChoiceFunction {
+		return tc.Name
+	}
+	return tc.Mode
+}
+
+// waitTranscripts waits until every committed user audio item has its words.
+func (c *conversation) waitTranscripts(ctx context.Context) error {
+	c.mu.Lock()
+	var pending []chan struct{}
+	for _, e := range c.items {
+		if e.ready != nil {
+			pending = append(pending, e.ready)
+		}
+	}
+	c.mu.Unlock()
+	for _, ch := range pending {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// context is what the mind hears: the conversation, or response.create's own input (item
+// references resolved against the conversation).
+func (c *conversation) context(input []wire.Item) []wire.Item {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if input == nil {
+		out := make([]wire.Item, len(c.items))
+		for i, e := range c.items {
+			out[i] = cloneItem(e.item)
+		}
+		return out
+	}
+	var out []wire.Item
+	for _, it := range input {
+		if it.Type == wire.ItemReference {
+			if i := c.indexOf(it.ID); i >= 0 {
+				out = append(out, cloneItem(c.items[i].item))
+			}
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// delta takes one piece of the mind's answer.
+func (run *replyRun) delta(d mind.Delta) error {
+	if err := run.r.ctx.Err(); err != nil {
+		return err
+	}
+	if d.Text != "" {
+		run.openMessage()
+		if run.speak {
+			for _, piece := range run.splitter.Push(d.Text) {
+				if err := run.say(piece); err != nil {
+					return err
+				}
+			}
+		} else {
+			run.text.WriteString(d.Text)
+			run.c.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: d.Text})
+		}
+	}
+	if d.Call != nil {
+		run.callDelta(d.Call)
+	}
+	return nil
+}
+
+func (run *replyRun) part() wire.PartRef {
+	return wire.PartRef{ResponseID: run.r.id, ItemID: run.msg.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0}
+}
+
+// openMessage starts the assistant message item and its content part, once.
+func (run *replyRun) openMessage() {
+	if run.msg != nil {
+		return
+	}
+	c := run.c
+	e := &entry{item: wire.Item{ID: wire.NewID("item_"), Type: wire.ItemMessage, Status: wire.ItemInProgress,
+		Role: wire.RoleAssistant, Content: []wire.ContentPart{}}}
+	run.msg, run.msgIdx = e, len(run.outputs)
+	run.outputs = append(run.outputs, e)
+	prev := c.appendEntry(e, "")
+	c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
+	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
+	part := run.contentPart()
+	c.mu.Lock()
+	e.item.Content = []wire.ContentPart{part}
+	c.mu.Unlock()
+	c.send(wire.ResponseContentPartAdded{ResponseID: run.r.id, ItemID: e.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0, Part: part})
+}
+
+// contentPart is the message's part as it stands.
+func (run *replyRun) contentPart() wire.ContentPart {
+	text := run.text.String()
+	if run.speak {
+		return wire.ContentPart{Type: wire.OutputAudio, Transcript: &text}
+	}
+	return wire.ContentPart{Type: wire.OutputText, Text: text}
+}
+
+// say synthesizes one piece and sends its transcript and audio as each exists; a cancelled reply
+// stops within one delta.
+func (run *replyRun) say(piece string) error {
+	piece = strings.TrimSpace(piece)
+	if piece == "" {
+		return nil
+	}
+	if err := run.r.ctx.Err(); err != nil {
+		return err
+	}
+	c := run.c
+	if run.text.Len() > 0 {
+		piece = " " + piece
+	}
+	run.text.WriteString(piece)
+	c.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
+	sent := 0
+	err := c.engines.Voice.Speak(run.r.ctx, strings.TrimSpace(piece), run.cfg.Voice, run.cfg.Speed, func(pcm []int16) error {
+		for len(pcm) > 0 {
+			if err := run.r.ctx.Err(); err != nil {
+				return err
+			}
+			n := min(len(pcm), deltaSamples)
+			c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: run.encode(pcm[:n])})
+			c.spokenSamples.Add(int64(n))
+			sent += n
+			pcm = pcm[n:]
+		}
+		return nil
+	})
+	run.spoken += sent
+	c.mu.Lock()
+	run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
+	c.mu.Unlock()
+	if err != nil && run.r.ctx.Err() == nil && errors.Is(err, kokoro.ErrNothingToSay) {
+		return nil // punctuation alone: nothing to speak
+	}
+	return err
+}
+
+// encode renders 24 kHz PCM16 in the output format.
+func (run *replyRun) encode(pcm []int16) []byte {
+	switch run.cfg.OutputFormat {
+	case wire.G711Ulaw:
+		return audio.Int16ToMulaw(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
+	case wire.G711Alaw:
+		return audio.Int16ToAlaw(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
+	default:
+		return audio.Int16ToBytes(pcm)
+	}
+}
+
+// callDelta starts or extends a function_call item.
+func (run *replyRun) callDelta(d *mind.CallDelta) {
+	c := run.c
+	e := run.calls[d.Index]
+	if e == nil {
+		callID := d.ID
+		if callID == "" {
+			callID = wire.NewID("call_")
+		}
+		e = &entry{item: wire.Item{ID: wire.NewID("item_"), Type: wire.ItemFunctionCall, Status: wire.ItemInProgress,
+			CallID: callID, Name: d.Name}}
+		run.calls[d.Index] = e
+		idx := len(run.outputs)
+		run.outputs = append(run.outputs, e)
+		prev := c.appendEntry(e, "")
+		c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
+		c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
+	}
+	if d.Name != "" && e.item.Name == "" {
+		e.item.Name = d.Name
+	}
+	if d.Arguments == "" {
+		return
+	}
+	c.mu.Lock()
+	e.item.Arguments += d.Arguments
+	c.mu.Unlock()
+	c.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
+		OutputIndex: run.outputIndex(e), CallID: e.item.CallID, Delta: d.Arguments})
+}
+
+func (run *replyRun) outputIndex(e *entry) int {
+	for i, o := range run.outputs {
+		if o == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// finish closes every item and sends response.done: completed, cancelled (turn_detected or
+// client_cancelled), or failed (an error event first; the session lives on).
+func (run *replyRun) finish(err error) {
+	c, r := run.c, run.r
+	if c.ctx.Err() != nil {
+		close(r.done)
+		return // the conversation is over: nobody to tell
+	}
+	status, itemStatus := wire.ResponseCompleted, wire.ItemCompleted
+	var details *wire.StatusDetails
+	switch {
+	case r.ctx.Err() != nil:
+		status, itemStatus = wire.ResponseCancelled, wire.ItemIncomplete
+		reason := wire.ReasonClientCancelled
+		if errors.Is(context.Cause(r.ctx), errTurnDetected) {
+			reason = wire.ReasonTurnDetected
+		}
+		details = &wire.StatusDetails{Type: wire.ResponseCancelled, Reason: reason}
+	case err != nil:
+		status, itemStatus = wire.ResponseFailed, wire.ItemIncomplete
+		we := replyError(err)
+		details = &wire.StatusDetails{Type: wire.ResponseFailed, Error: we}
+		c.log.Error("response failed", "response", r.id, "err", err)
+		c.send(we)
+	}
+
+	for i, e := range run.outputs {
+		c.mu.Lock()
+		e.item.Status = itemStatus
+		if e == run.msg {
+			e.item.Content = []wire.ContentPart{run.contentPart()}
+		}
+		it := cloneItem(e.item)
+		prev := ""
+		if j := c.indexOf(e.item.ID); j > 0 {
+			prev = c.items[j-1].item.ID
+		}
+		c.mu.Unlock()
+		if e == run.msg {
+			ref := run.part()
+			if run.speak {
+				c.send(wire.ResponseAudioDone{PartRef: ref})
+				c.send(wire.ResponseAudioTranscriptDone{PartRef: ref, Transcript: run.text.String()})
+			} else {
+				c.send(wire.ResponseTextDone{PartRef: ref, Text: run.text.String()})
+			}
+			c.send(wire.ResponseContentPartDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i, ContentIndex: 0, Part: it.Content[0]})
+		} else {
+			c.send(wire.ResponseFunctionCallArgumentsDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i,
+				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+		}
+		c.send(wire.ResponseOutputItemDone{ResponseID: r.id, OutputIndex: i, Item: it})
+		c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+	}
+
+	done := run.resp
+	done.Status, done.StatusDetails = status, details
+	done.Output = make([]wire.Item, 0, len(run.outputs))
+	for _, e := range run.outputs {
+		c.mu.Lock()
+		it := cloneItem(e.item)
+		c.mu.Unlock()
+		for i := range it.Content {
+			it.Content[i].Audio = nil
+		}
+		done.Output = append(done.Output, it)
+	}
+	done.Usage = &wire.Usage{
+		HeardSeconds:  float64(c.heardForReply.Swap(0)) / hearRate,
+		SpokenSeconds: float64(run.spoken) / 24000,
+	}
+	c.mu.Lock()
+	if c.active == r {
+		c.active = nil
+	}
+	c.mu.Unlock()
+	c.send(wire.ResponseDone{Response: done})
+	close(r.done)
+	c.turnEnded()
+}
+
+// replyError is the error event for a failed reply, safe to show.
+func replyError(err error) *wire.Error {
+	var me *mind.Error
+	if errors.As(err, &me) {
+		return &wire.Error{Type: wire.TypeServer, Code: codeResponseFailed, Message: "The mind failed: " + me.Message + "."}
+	}
+	return &wire.Error{Type: wire.TypeServer, Code: codeResponseFailed, Message: "The response failed: see the server log."}
+}

@@ -1,0 +1,533 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/wire"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxConversations: four at once. The reference deployment measured four as what one
+	// transcriber keeps up with before its backlog grows without bound (reference/004); a bigger
+	// machine raises it with --max-conversations.
+	DefaultMaxConversations = 4
+	// DefaultMaxPerTenant: two per org (or per subject when the token names no org).
+	DefaultMaxPerTenant = 2
+	// DefaultSessionLimit is the audio a conversation may carry before it is closed (SPEC §6).
+	DefaultSessionLimit = 600 * time.Second
+	// DefaultIdleTimeout closes a conversation that sent nothing for this long.
+	DefaultIdleTimeout = 120 * time.Second
+	// ReadLimit bounds one client frame: an append may carry 15 MiB of base64 audio.
+	ReadLimit = 16 << 20
+)
+
+// Config is one Server's configuration; zero values take the defaults above.
+type Config struct {
+	Verifier *Verifier   // nil: principal JWTs are refused (ErrNoVerifier); tickets still work
+	Tickets  TicketStore // nil: an in-memory store
+	// AllowOrigins lists browser origins allowed to open a socket: full origins
+	// ("https://app.example.com") or host patterns ("*.example.com", path.Match syntax); "*"
+	// allows any. A page served by this host is always allowed.
+	AllowOrigins     []string
+	MaxConversations int
+	MaxPerTenant     int
+	TicketTTL        time.Duration
+	SessionLimit     time.Duration // seconds of audio (heard + spoken) before a clean close
+	IdleTimeout      time.Duration
+
+	Engines Engines
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Server serves the realtime conversation: tickets, the handshake, the conversations.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	open     int
+	byTenant map[string]int
+	wg       sync.WaitGroup // conversations running
+}
+
+// New validates cfg, fills the defaults and returns the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxConversations == 0 {
+		cfg.MaxConversations = DefaultMaxConversations
+	}
+	if cfg.MaxPerTenant == 0 {
+		cfg.MaxPerTenant = DefaultMaxPerTenant
+	}
+	if cfg.MaxConversations < 0 || cfg.MaxPerTenant < 0 {
+		return nil, errors.New("session: conversation limits must be positive")
+	}
+	if cfg.TicketTTL == 0 {
+		cfg.TicketTTL = DefaultTicketTTL
+	}
+	if cfg.TicketTTL < MinTicketTTL || cfg.TicketTTL > MaxTicketTTL {
+		return nil, fmt.Errorf("session: ticket TTL %s outside %s..%s", cfg.TicketTTL, MinTicketTTL, MaxTicketTTL)
+	}
+	if cfg.SessionLimit == 0 {
+		cfg.SessionLimit = DefaultSessionLimit
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Tickets == nil {
+		cfg.Tickets = NewMemoryTickets(cfg.Now)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Engines.Mind == nil {
+		cfg.Engines.Mind = mind.Echo{}
+	}
+	return &Server{cfg: cfg, log: cfg.Log, byTenant: map[string]int{}}, nil
+}
+
+// Wait blocks until every conversation has ended (after the listener closed).
+func (s *Server) Wait() { s.wg.Wait() }
+
+// VoiceHealth reports capacity for /health and /v1/voice/health.
+func (s *Server) VoiceHealth() speechcore.VoiceHealth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return speechcore.VoiceHealth{OK: s.cfg.Engines.ready() == nil, Busy: s.open, Capacity: s.cfg.MaxConversations}
+}
+
+// ServeHealth is GET /v1/voice/health: {ok, busy, capacity}.
+func (s *Server) ServeHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(s.VoiceHealth())
+}
+
+// ---- tickets over HTTP ----
+
+// principal verifies the request's bearer JWT (X-Org-Id honoured by the org rule).
+func (s *Server) principal(r *http.Request) (Principal, error) {
+	tok := bearer(r)
+	if tok == "" {
+		return Principal{}, ErrNoCredential
+	}
+	if s.cfg.Verifier == nil {
+		return Principal{}, ErrNoVerifier
+	}
+	return s.cfg.Verifier.Verify(tok, r.Header.Get("X-Org-Id"))
+}
+
+// mint stores a ticket for p with the session config carried (raw session object, may be nil).
+func (s *Server) mint(ctx context.Context, p Principal, session json.RawMessage, model string, ttl time.Duration) (string, time.Time, error) {
+	t := NewTicket()
+	if err := s.cfg.Tickets.Put(ctx, t, Grant{Principal: p, Session: session, Model: model}, ttl); err != nil {
+		return "", time.Time{}, fmt.Errorf("store ticket: %w", err)
+	}
+	return t, s.cfg.Now().Add(ttl), nil
+}
+
+func (s *Server) ttl(seconds float64) (time.Duration, error) {
+	if seconds == 0 {
+		return s.cfg.TicketTTL, nil
+	}
+	d := time.Duration(seconds * float64(time.Second))
+	if d < MinTicketTTL || d > MaxTicketTTL {
+		return 0, speechcore.Refuse(ErrTicketTTL, fmt.Sprintf("a ticket may live %d to %d seconds; %g was asked",
+			int(MinTicketTTL/time.Second), int(MaxTicketTTL/time.Second), seconds))
+	}
+	return d, nil
+}
+
+// readBody decodes an optional JSON body (empty is fine) into v.
+func readBody(r *http.Request, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	if err != nil {
+		return speechcore.Refuse(ErrBadRequest, "the request body could not be read")
+	}
+	if len(b) > 1<<20 {
+		return speechcore.Refuse(ErrBadRequest, "the request body is over 1 MiB")
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return speechcore.Refuse(ErrBadRequest, "the request body is not the JSON object expected: "+err.Error())
+	}
+	return nil
+}
+
+// sessionFrom checks a session object carried by a minting request by applying it to a fresh
+// session as a session.update would; it returns the effective session for the answer.
+func sessionFrom(raw json.RawMessage, d wire.Dialect, model string) (wire.Session, error) {
+	sess := wire.NewSession(wire.NewID("sess_"), model)
+	if len(raw) == 0 || string(raw) == "null" {
+		return sess, nil
+	}
+	if err := applySessionObject(&sess, raw, d); err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			return sess, speechcore.Refuse(ErrBadRequest, we.Message)
+		}
+		return sess, speechcore.Refuse(ErrBadRequest, "the session object is not valid")
+	}
+	return sess, nil
+}
+
+// applySessionObject applies a bare session object as a session.update.
+func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect) error {
+	frame, _ := json.Marshal(struct {
+		Type    string          `json:"type"`
+		Session json.RawMessage `json:"session"`
+	}{wire.TypeSessionUpdate, raw})
+	ev, err := wire.Decode(frame, d)
+	if err != nil {
+		return err
+	}
+	u, ok := ev.(*wire.SessionUpdate)
+	if !ok {
+		return errors.New("session object did not decode as a session.update")
+	}
+	return sess.Apply(u)
+}
+
+// ServeVoiceSession is POST /v1/voice/session (reference/004): a principal JWT in, a ticket out.
+// Body (optional): {"expires_in": seconds, "session": {…session.update's session…}}.
+func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
+	p, err := s.principal(r)
+	if err != nil {
+		writeRefusal(w, err, false)
+		return
+	}
+	var body struct {
+		ExpiresIn float64         `json:"expires_in"`
+		Session   json.RawMessage `json:"session"`
+	}
+	if err := readBody(r, &body); err != nil {
+		writeRefusal(w, err, false)
+		return
+	}
+	ttl, err := s.ttl(body.ExpiresIn)
+	if err == nil {
+		_, err = sessionFrom(body.Session, wire.GA, "")
+	}
+	if err != nil {
+		writeRefusal(w, err, false)
+		return
+	}
+	ticket, _, err := s.mint(r.Context(), p, body.Session, "", ttl)
+	if err != nil {
+		s.log.Error("mint ticket", "err", err)
+		writeRefusal(w, err, false)
+		return
+	}
+	writeJSON(w, map[string]any{"ticket": ticket, "expires_in": int(ttl / time.Second),
+		"rate": 24000, "format": "pcm16", "channels": 1})
+}
+
+// ServeBetaSessions is POST /v1/realtime/sessions (beta): the body is a beta session object;
+// the answer is the session with client_secret{value, expires_at}.
+func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
+	p, err := s.principal(r)
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	var raw json.RawMessage
+	if err := readBody(r, &raw); err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	var meta struct {
+		Model        string `json:"model"`
+		ClientSecret struct {
+			ExpiresAfter struct {
+				Seconds float64 `json:"seconds"`
+			} `json:"expires_after"`
+		} `json:"client_secret"`
+	}
+	if len(raw) > 0 {
+		json.Unmarshal(raw, &meta)
+	}
+	ttl, err := s.ttl(meta.ClientSecret.ExpiresAfter.Seconds)
+	var sess wire.Session
+	if err == nil {
+		sess, err = sessionFrom(raw, wire.Beta, meta.Model)
+	}
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	ticket, expires, err := s.mint(r.Context(), p, raw, meta.Model, ttl)
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	out, err := withFields(wire.SessionJSON(&sess, wire.Beta), map[string]any{
+		"client_secret": map[string]any{"value": ticket, "expires_at": expires.Unix()}})
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	writeJSON(w, out)
+}
+
+// ServeClientSecrets is POST /v1/realtime/client_secrets (GA): body
+// {expires_after:{anchor, seconds}, session:{type:"realtime", …}}; answer {value, expires_at, session}.
+func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
+	p, err := s.principal(r)
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	var body struct {
+		ExpiresAfter struct {
+			Seconds float64 `json:"seconds"`
+		} `json:"expires_after"`
+		Session json.RawMessage `json:"session"`
+	}
+	if err := readBody(r, &body); err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	var meta struct {
+		Model string `json:"model"`
+	}
+	if len(body.Session) > 0 {
+		json.Unmarshal(body.Session, &meta)
+	}
+	ttl, err := s.ttl(body.ExpiresAfter.Seconds)
+	var sess wire.Session
+	if err == nil {
+		sess, err = sessionFrom(body.Session, wire.GA, meta.Model)
+	}
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	ticket, expires, err := s.mint(r.Context(), p, body.Session, meta.Model, ttl)
+	if err != nil {
+		writeRefusal(w, err, true)
+		return
+	}
+	sess.ExpiresAt = expires.Unix()
+	writeJSON(w, map[string]any{"value": ticket, "expires_at": expires.Unix(), "session": wire.SessionJSON(&sess, wire.GA)})
+}
+
+// withFields renders v as a JSON object and adds extra members.
+func withFields(v any, extra map[string]any) (map[string]json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	for k, x := range extra {
+		xb, _ := json.Marshal(x)
+		out[k] = xb
+	}
+	return out, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeRefusal answers err before an upgrade: voiced's {"type":"error","name","message"} shape, or
+// OpenAI's {"error":{message,type,code,param}} on the OpenAI-shaped routes (name as code).
+func writeRefusal(w http.ResponseWriter, err error, openAIShape bool) {
+	var ref *speechcore.Refusal
+	if !errors.As(err, &ref) {
+		ref = speechcore.NewRefusal(http.StatusInternalServerError, "internal_error", "the server failed this request; see its log")
+	}
+	if ref.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
+	}
+	if !openAIShape {
+		speechcore.WriteError(w, ref)
+		return
+	}
+	if ref.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((ref.RetryAfter+time.Second-1)/time.Second)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ref.Status)
+	kind := "invalid_request_error"
+	if ref.Status >= 500 {
+		kind = "server_error"
+	}
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"message": ref.Message, "type": kind, "code": ref.Name, "param": nil}})
+}
+
+// ---- the socket handshake ----
+
+// ServeVoice is WS /v1/voice?ticket=.
+func (s *Server) ServeVoice(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, false) }
+
+// ServeRealtime is WS /v1/realtime?model=.
+func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, true) }
+
+const apiKeyProtocol = "openai-insecure-api-key."
+
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, openAIShape bool) {
+	if err := s.checkOrigin(r); err != nil {
+		writeRefusal(w, err, openAIShape)
+		return
+	}
+	if err := s.cfg.Engines.ready(); err != nil {
+		writeRefusal(w, err, openAIShape)
+		return
+	}
+	// The global cap is checked before the credential is spent; the tenant cap needs the principal.
+	if s.full() {
+		writeRefusal(w, ErrCapacity, openAIShape)
+		return
+	}
+	grant, err := s.authenticate(r)
+	if err != nil {
+		writeRefusal(w, err, openAIShape)
+		return
+	}
+	release, err := s.acquire(tenant(grant.Principal))
+	if err != nil {
+		writeRefusal(w, err, openAIShape)
+		return
+	}
+	defer release()
+
+	dialect := wire.DialectFromHandshake(r.Header)
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:       []string{"realtime"},
+		InsecureSkipVerify: true, // the Origin was checked above against --allow-origin
+	})
+	if err != nil {
+		s.log.Debug("realtime upgrade failed", "err", err)
+		return
+	}
+	conn.SetReadLimit(ReadLimit)
+	model := r.URL.Query().Get("model")
+	if model == "" {
+		model = grant.Model
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	c := newConversation(s, conn, grant, dialect, model)
+	c.run(r.Context())
+}
+
+// authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a
+// ticket is taken once; a JWT is verified.
+func (s *Server) authenticate(r *http.Request) (Grant, error) {
+	cred := r.URL.Query().Get("ticket")
+	if cred == "" {
+		for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+			for _, p := range strings.Split(v, ",") {
+				p = strings.TrimSpace(p)
+				if k, ok := strings.CutPrefix(p, apiKeyProtocol); ok && k != "" && k != "null" {
+					cred = k
+				}
+			}
+		}
+	}
+	if cred == "" {
+		cred = bearer(r)
+	}
+	switch {
+	case cred == "":
+		return Grant{}, ErrNoCredential
+	case LooksLikeTicket(cred):
+		return s.cfg.Tickets.Take(r.Context(), cred)
+	default:
+		if s.cfg.Verifier == nil {
+			return Grant{}, ErrNoVerifier
+		}
+		p, err := s.cfg.Verifier.Verify(cred, r.Header.Get("X-Org-Id"))
+		return Grant{Principal: p}, err
+	}
+}
+
+// checkOrigin refuses a browser Origin that is neither this host nor on the allow list.
+func (s *Server) checkOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil // not a browser
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return ErrOrigin
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	for _, allowed := range s.cfg.AllowOrigins {
+		if allowed == "*" || strings.EqualFold(allowed, origin) {
+			return nil
+		}
+		if ok, _ := path.Match(strings.ToLower(allowed), strings.ToLower(u.Host)); ok {
+			return nil
+		}
+	}
+	return ErrOrigin
+}
+
+func tenant(p Principal) string {
+	if p.Org != "" {
+		return "org:" + p.Org
+	}
+	return "sub:" + p.Subject
+}
+
+func (s *Server) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open >= s.cfg.MaxConversations
+}
+
+// acquire takes a conversation slot for tenant; release gives it back (once).
+func (s *Server) acquire(tenant string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open >= s.cfg.MaxConversations {
+		return nil, ErrCapacity
+	}
+	if s.byTenant[tenant] >= s.cfg.MaxPerTenant {
+		return nil, ErrTenantCapacity
+	}
+	s.open++
+	s.byTenant[tenant]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.open--
+			if s.byTenant[tenant]--; s.byTenant[tenant] == 0 {
+				delete(s.byTenant, tenant)
+			}
+		})
+	}, nil
+}
