@@ -1,0 +1,75 @@
+package speechcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore/whisper"
+)
+
+// Refusals of the speech-to-text doors, by name.
+var (
+	ErrOddLengthPCM = &Refusal{Status: http.StatusBadRequest, Name: "odd_length_pcm",
+		Message: "PCM16 audio must be an even number of bytes (16-bit little-endian samples); the frame was refused, earlier audio is kept"}
+	ErrFrameTooLarge = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "frame_too_large",
+		Message: "a frame may carry at most 4 MiB; the frame was refused, earlier audio is kept"}
+	ErrTranscriptionFailed = &Refusal{Status: http.StatusInternalServerError, Name: "transcription_failed",
+		Message: "the transcription model failed on this audio; see the server log"}
+)
+
+// loadWhisper loads the mount's Whisper and runs its warm-up pass, filling s.Whisper and
+// s.Transcription. Start's loadModels calls it once.
+func (s *Service) loadWhisper(ctx context.Context) error {
+	e, err := whisper.Load(ctx, s.Env, s.Mount.Path(assets.WhisperDir), whisper.Options{ModelID: "whisper-small"})
+	if err != nil {
+		return fmt.Errorf("load transcription model: %w", err)
+	}
+	st := e.Stats()
+	s.Whisper = e
+	s.Transcription = ModelStats{
+		Loaded:             true,
+		LoadMs:             st.LoadMs,
+		WarmupMs:           st.WarmupMs,
+		ResidentDeltaBytes: st.ResidentDeltaBytes,
+		QueueDepth:         func() int { return e.Stats().QueueDepth },
+	}
+	s.log.Info("transcription model warm", "model", st.ModelID, "loadMs", st.LoadMs, "warmupMs", st.WarmupMs, "residentDeltaBytes", st.ResidentDeltaBytes)
+	return nil
+}
+
+// closeHearing ends the open transcripts, then stops the Whisper owner and destroys its
+// sessions; Close calls it before the runtime environment closes.
+func (s *Service) closeHearing() error {
+	if s.transcripts != nil {
+		s.transcripts.Shutdown()
+	}
+	if s.Whisper == nil {
+		return nil
+	}
+	return s.Whisper.Close()
+}
+
+// hearingRoutes claims the speech-to-text doors; routes calls it.
+func (s *Service) hearingRoutes() {
+	s.Handle("GET /v1/transcribe", NewTranscribeDoor(s))
+	s.Handle("POST /v1/audio/transcriptions", NewTranscriptionsDoor(s))
+	s.transcripts = NewTranscriptDoor(s)
+	s.Handle("POST /v1/audio/transcript", http.HandlerFunc(s.transcripts.Open))
+	s.Handle("POST /v1/audio/transcript/{id}", http.HandlerFunc(s.transcripts.Push))
+	s.Handle("DELETE /v1/audio/transcript/{id}", http.HandlerFunc(s.transcripts.Close))
+}
+
+// transcriptionError maps an engine error to what a client is shown.
+func transcriptionError(err error) *Refusal {
+	var r *Refusal
+	switch {
+	case errors.As(err, &r):
+		return r
+	case errors.Is(err, whisper.ErrClosed):
+		return ErrShuttingDown
+	}
+	return ErrTranscriptionFailed
+}

@@ -1,0 +1,515 @@
+package speechcore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/whisper"
+)
+
+// Defaults of WS /v1/transcribe (reference/000).
+const (
+	DefaultPartialCadence = time.Second
+	DefaultSegmentMax     = 30 * time.Second
+	// FrameLimit is the largest frame a door reads (4 MiB).
+	FrameLimit = 4 << 20
+	// frameDrainLimit bounds what is read and thrown away of an oversize frame before the socket
+	// is closed instead.
+	frameDrainLimit    = 64 << 20
+	socketWriteTimeout = 10 * time.Second
+)
+
+// Refusals of WS /v1/transcribe, by name.
+var (
+	ErrUnknownMessage = &Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
+		Message: `the only text frame this door reads is {"type":"end"}; audio goes in binary frames (PCM16LE, mono, 16 kHz)`}
+	ErrUnmaskedFrame = &Refusal{Status: http.StatusBadRequest, Name: "unmasked_frame",
+		Message: "a client must mask every frame it sends (RFC 6455 §5.1); the socket is closed"}
+	ErrProtocol = &Refusal{Status: http.StatusBadRequest, Name: "protocol_error",
+		Message: "the WebSocket framing is broken; the socket is closed"}
+)
+
+// transcriber is what the speech-to-text doors need of Whisper (*whisper.Engine).
+type transcriber interface {
+	Transcribe(ctx context.Context, pcm16k []float32) (whisper.Result, error)
+	ModelID() string
+}
+
+// TranscribeDoor serves WS /v1/transcribe: PCM16LE mono 16 kHz binary frames in, ready, partial
+// and final deltas and named errors out.
+type TranscribeDoor struct {
+	svc            *Service
+	PartialCadence time.Duration // default DefaultPartialCadence
+	SegmentMax     time.Duration // default DefaultSegmentMax, at most 30 s
+}
+
+// NewTranscribeDoor returns the door reading its engine, gate and socket registry from svc.
+func NewTranscribeDoor(svc *Service) *TranscribeDoor {
+	return &TranscribeDoor{svc: svc, PartialCadence: DefaultPartialCadence, SegmentMax: DefaultSegmentMax}
+}
+
+type readyFrame struct {
+	Type              string `json:"type"`
+	ModelID           string `json:"modelId"`
+	Language          string `json:"language"`
+	SampleRate        int    `json:"sampleRate"`
+	Encoding          string `json:"encoding"`
+	Channels          int    `json:"channels"`
+	PartialCadenceMs  int64  `json:"partialCadenceMs"`
+	SegmentMaxMs      int64  `json:"segmentMaxMs"`
+	Device            string `json:"device"`
+	ExecutionProvider string `json:"executionProvider"`
+}
+
+type deltaFrame struct {
+	Type         string   `json:"type"`
+	Segment      int      `json:"segment"`
+	Kind         string   `json:"kind"` // partial or final
+	Text         string   `json:"text"`
+	T0Ms         float64  `json:"t0Ms"`
+	T1Ms         float64  `json:"t1Ms"`
+	DecodeMs     float64  `json:"decodeMs"`
+	FirstTokenMs *float64 `json:"firstTokenMs,omitempty"`
+}
+
+// closeFrame asks the writer to close the socket once everything before it is written.
+type closeFrame struct {
+	code   websocket.StatusCode
+	reason string
+}
+
+func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	engine := d.svc.Whisper
+	if engine == nil {
+		WriteError(w, ErrNotWarm)
+		return
+	}
+	release, err := d.svc.Gate.Acquire()
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer release()
+	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer leave()
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept has answered the client
+	}
+	// Our own limit (readFrame) so that an oversize frame gets a named error, not the library's
+	// bare close.
+	conn.SetReadLimit(-1)
+	cadence, segMax := d.PartialCadence, d.SegmentMax
+	if cadence <= 0 {
+		cadence = DefaultPartialCadence
+	}
+	if segMax <= 0 || segMax > DefaultSegmentMax {
+		segMax = DefaultSegmentMax
+	}
+	s := &transcribeSession{
+		conn:           conn,
+		engine:         engine,
+		log:            d.svc.log,
+		cadenceSamples: int(cadence.Seconds() * audio.WhisperSampleRate),
+		segMaxSamples:  int(segMax.Seconds() * audio.WhisperSampleRate),
+		out:            make(chan any, 32),
+		finals:         make(chan sttJob, 4),
+		partial:        make(chan sttJob, 1),
+	}
+	device, provider := "cpu", "cpu"
+	if d.svc.Env != nil {
+		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
+	}
+	s.run(ctx, d.svc.Sockets.Draining(), readyFrame{
+		Type: "ready", ModelID: engine.ModelID(), Language: "en", SampleRate: audio.WhisperSampleRate,
+		Encoding: "pcm16le", Channels: 1, PartialCadenceMs: cadence.Milliseconds(), SegmentMaxMs: segMax.Milliseconds(),
+		Device: device, ExecutionProvider: provider,
+	})
+}
+
+// sttJob is one decode of a segment's audio from its first sample.
+type sttJob struct {
+	segment    int
+	final      bool
+	pcm        []float32 // never written after the job is made
+	t0, t1     int64     // stream sample offsets
+	firstAudio time.Time
+	done       chan struct{} // closed when the delta is handed to the writer (drain only)
+}
+
+// transcribeSession is one socket. The read loop (run/read) owns it: it starts the writer and
+// the decoder and waits for both before returning.
+type transcribeSession struct {
+	conn           *websocket.Conn
+	engine         transcriber
+	log            *slog.Logger
+	cadenceSamples int
+	segMaxSamples  int
+
+	out     chan any    // frames for the writer; closed by run after the decoder exits
+	finals  chan sttJob // segment ends, in order; closed by run after the read loop
+	partial chan sttJob // the latest partial wanted; a newer one replaces it
+
+	// Segment state: written by the read loop and, once, by the drain watcher.
+	mu          sync.Mutex
+	closed      bool // no more audio is taken (drain or end of the read loop)
+	segment     int
+	seg         []float32 // the open segment; replaced, never reused, when it ends
+	segStart    int64
+	newSamples  int // since the last partial was asked for
+	firstAudio  time.Time
+	streamTotal int64
+
+	// Owned by the decoder goroutine.
+	firstSent bool
+}
+
+func (s *transcribeSession) run(ctx context.Context, draining <-chan struct{}, ready readyFrame) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var writerDone, decoderDone sync.WaitGroup
+	writerDone.Add(1)
+	go func() { defer writerDone.Done(); s.write(ctx, cancel) }()
+	decoderDone.Add(1)
+	go func() { defer decoderDone.Done(); s.decode(ctx) }()
+	stopWatch := make(chan struct{})
+	var watchDone sync.WaitGroup
+	watchDone.Add(1)
+	go func() { defer watchDone.Done(); s.watchDrain(ctx, draining, stopWatch) }()
+
+	s.send(ctx, ready)
+	code, reason := s.read(ctx)
+
+	close(stopWatch)
+	watchDone.Wait()
+	close(s.finals)
+	decoderDone.Wait()
+	if code != 0 {
+		s.send(ctx, closeFrame{code: code, reason: reason})
+	}
+	close(s.out)
+	writerDone.Wait()
+	s.conn.CloseNow()
+}
+
+// send hands a frame to the writer; it gives up when the session is cancelled.
+func (s *transcribeSession) send(ctx context.Context, frame any) {
+	select {
+	case s.out <- frame:
+	case <-ctx.Done():
+	}
+}
+
+// write is the only goroutine that writes the socket.
+func (s *transcribeSession) write(ctx context.Context, cancel context.CancelFunc) {
+	for frame := range s.out {
+		if c, ok := frame.(closeFrame); ok {
+			s.conn.Close(c.code, c.reason)
+			continue
+		}
+		data, err := json.Marshal(frame)
+		if err != nil {
+			s.log.Error("transcribe: encode frame", "err", err)
+			continue
+		}
+		wctx, done := context.WithTimeout(ctx, socketWriteTimeout)
+		err = s.conn.Write(wctx, websocket.MessageText, data)
+		done()
+		if err != nil {
+			// The client is gone or stuck: stop the session; the rest of out is discarded.
+			cancel()
+			for range s.out {
+			}
+			return
+		}
+	}
+}
+
+// read is the read loop. It returns the close status to send, or 0 when the client closed.
+func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, string) {
+	defer s.endStream(ctx)
+	for {
+		typ, r, err := s.conn.Reader(ctx)
+		if err != nil {
+			return s.readFailed(ctx, err)
+		}
+		data, err := io.ReadAll(io.LimitReader(r, FrameLimit+1))
+		if err != nil {
+			return s.readFailed(ctx, err)
+		}
+		if len(data) > FrameLimit {
+			s.send(ctx, Frame(ErrFrameTooLarge))
+			n, err := io.Copy(io.Discard, io.LimitReader(r, frameDrainLimit))
+			if err != nil {
+				return s.readFailed(ctx, err)
+			}
+			if n == frameDrainLimit {
+				return websocket.StatusMessageTooBig, ErrFrameTooLarge.Name
+			}
+			continue
+		}
+		switch typ {
+		case websocket.MessageBinary:
+			if len(data)%2 != 0 {
+				s.send(ctx, Frame(ErrOddLengthPCM))
+				continue
+			}
+			pcm, err := audio.PCM16ToFloat32(data)
+			if err != nil {
+				s.send(ctx, Frame(ErrOddLengthPCM))
+				continue
+			}
+			if !s.take(ctx, pcm) {
+				return 0, "" // draining: the watcher closes the socket
+			}
+		case websocket.MessageText:
+			var msg struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(data, &msg) != nil || msg.Type != "end" {
+				s.send(ctx, Frame(ErrUnknownMessage))
+				continue
+			}
+			s.endSegment(ctx)
+		}
+	}
+}
+
+// readFailed classifies a read error: the client closed or went away (decode what is left and
+// try to send it), the session was cancelled, or the framing broke (a named error, then close).
+func (s *transcribeSession) readFailed(ctx context.Context, err error) (websocket.StatusCode, string) {
+	if ctx.Err() != nil || websocket.CloseStatus(err) != -1 || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, ""
+	}
+	refusal := ErrProtocol
+	// coder/websocket has no sentinel for this; its text is the only signal it gives.
+	if strings.Contains(err.Error(), "unmasked frame") {
+		refusal = ErrUnmaskedFrame
+	}
+	s.send(ctx, Frame(refusal))
+	return websocket.StatusProtocolError, refusal.Name
+}
+
+// take appends audio to the open segment, ending it at the segment limit and asking for a
+// partial every cadence of new audio. It reports false once the session takes no more audio.
+func (s *transcribeSession) take(ctx context.Context, pcm []float32) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	if s.firstAudio.IsZero() && len(pcm) > 0 {
+		s.firstAudio = time.Now()
+	}
+	var finals []sttJob
+	for len(pcm) > 0 {
+		room := s.segMaxSamples - len(s.seg)
+		n := min(room, len(pcm))
+		s.seg = append(s.seg, pcm[:n]...)
+		s.newSamples += n
+		s.streamTotal += int64(n)
+		pcm = pcm[n:]
+		if len(s.seg) == s.segMaxSamples {
+			finals = append(finals, s.cutLocked())
+		}
+	}
+	var partial *sttJob
+	if s.newSamples >= s.cadenceSamples && len(s.seg) > 0 {
+		s.newSamples = 0
+		j := s.jobLocked(false)
+		partial = &j
+	}
+	s.mu.Unlock()
+	for _, j := range finals {
+		if !s.queueFinal(ctx, j) {
+			return false
+		}
+	}
+	if partial != nil {
+		select { // the newest partial replaces one not yet started
+		case <-s.partial:
+		default:
+		}
+		select {
+		case s.partial <- *partial:
+		default:
+		}
+	}
+	return true
+}
+
+func (s *transcribeSession) jobLocked(final bool) sttJob {
+	return sttJob{
+		segment: s.segment, final: final, pcm: s.seg[:len(s.seg):len(s.seg)],
+		t0: s.segStart, t1: s.segStart + int64(len(s.seg)), firstAudio: s.firstAudio,
+	}
+}
+
+// cutLocked ends the open segment and starts the next one on a fresh buffer (a decode may still
+// be reading the old one).
+func (s *transcribeSession) cutLocked() sttJob {
+	j := s.jobLocked(true)
+	s.segment++
+	s.segStart += int64(len(s.seg))
+	s.seg = nil
+	s.newSamples = 0
+	return j
+}
+
+// endSegment answers {"type":"end"}: the open segment's final, even when it is empty.
+func (s *transcribeSession) endSegment(ctx context.Context) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	j := s.cutLocked()
+	s.mu.Unlock()
+	s.queueFinal(ctx, j)
+}
+
+// endStream closes the segment state at the end of the read loop; audio not yet finalised is
+// decoded (a client that closes mid-utterance still gets its words).
+func (s *transcribeSession) endStream(ctx context.Context) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	var j sttJob
+	pending := len(s.seg) > 0
+	if pending {
+		j = s.cutLocked()
+	}
+	s.mu.Unlock()
+	if pending {
+		s.queueFinal(ctx, j) // the decoder is still running; run closes finals after this
+	}
+}
+
+func (s *transcribeSession) queueFinal(ctx context.Context, j sttJob) bool {
+	select {
+	case s.finals <- j:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// watchDrain finishes the session when the server begins shutting down: the open segment's
+// final is decoded and sent, then the writer closes the socket with StatusGoingAway.
+func (s *transcribeSession) watchDrain(ctx context.Context, draining <-chan struct{}, stop <-chan struct{}) {
+	select {
+	case <-draining:
+	case <-stop:
+		return
+	case <-ctx.Done():
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	j := s.cutLocked()
+	s.mu.Unlock()
+	j.done = make(chan struct{})
+	if !s.queueFinal(ctx, j) {
+		return
+	}
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return
+	}
+	s.send(ctx, closeFrame{code: websocket.StatusGoingAway, reason: ErrShuttingDown.Name})
+}
+
+// decode is the session's decoder: finals first and in order, then the newest partial.
+func (s *transcribeSession) decode(ctx context.Context) {
+	finalized := -1 // the last segment whose final was sent
+	for {
+		select {
+		case j, ok := <-s.finals:
+			if !ok {
+				return
+			}
+			s.deliver(ctx, j)
+			finalized = j.segment
+			continue
+		default:
+		}
+		select {
+		case j, ok := <-s.finals:
+			if !ok {
+				return
+			}
+			s.deliver(ctx, j)
+			finalized = j.segment
+		case j := <-s.partial:
+			if j.segment > finalized {
+				s.deliver(ctx, j)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver decodes one job and hands its delta (or a named error) to the writer.
+func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
+	if j.done != nil {
+		defer close(j.done)
+	}
+	start := time.Now()
+	var text string
+	if len(j.pcm) > 0 {
+		res, err := s.engine.Transcribe(ctx, j.pcm)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Error("transcribe: decode", "segment", j.segment, "final", j.final, "err", err)
+			s.send(ctx, Frame(transcriptionError(err)))
+			return
+		}
+		text = res.Text
+	}
+	end := time.Now()
+	kind := "partial"
+	if j.final {
+		kind = "final"
+	}
+	delta := deltaFrame{
+		Type: "delta", Segment: j.segment, Kind: kind, Text: text,
+		T0Ms: samplesToMs(j.t0), T1Ms: samplesToMs(j.t1), DecodeMs: durationMs(end.Sub(start)),
+	}
+	if !s.firstSent {
+		s.firstSent = true
+		if !j.firstAudio.IsZero() {
+			ft := durationMs(end.Sub(j.firstAudio))
+			delta.FirstTokenMs = &ft
+		}
+	}
+	s.send(ctx, delta)
+}
+
+func samplesToMs(n int64) float64 { return float64(n) * 1000 / audio.WhisperSampleRate }
+
+func durationMs(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,520 @@
+package speechcore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/squelch"
+)
+
+// Defaults of the half-duplex transcript (reference/001).
+const (
+	DefaultTranscriptLimit = 600 * time.Second // audio pushed into one transcript
+	DefaultTranscriptIdle  = 5 * time.Minute   // a transcript not pushed to for this long is reaped
+	// DefaultTranscriptGuard: an utterance that ended at least this long before the window's end
+	// is committed (its text fixed, its audio freed).
+	DefaultTranscriptGuard = time.Second
+	// DefaultTranscriptCut: a window that grows past this without a pause is cut at its quietest
+	// 20 ms in the 5 s before, so a decode never needs more than one 30 s mel window.
+	DefaultTranscriptCut = 24 * time.Second
+	transcriptTombLife   = 10 * time.Minute
+	transcriptSweepEvery = 30 * time.Second
+)
+
+// Refusals of /v1/audio/transcript, by name.
+var (
+	ErrTranscriptNotFound = &Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
+		Message: "no open transcript has this id: open one with POST /v1/audio/transcript"}
+	ErrTranscriptClosed = &Refusal{Status: http.StatusConflict, Name: "transcript_closed",
+		Message: "this transcript was closed (DELETE); open a new one with POST /v1/audio/transcript"}
+	ErrTranscriptExpired = &Refusal{Status: http.StatusGone, Name: "transcript_expired",
+		Message: "this transcript was idle too long and was closed; open a new one with POST /v1/audio/transcript"}
+	ErrTranscriptLimit = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
+		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
+)
+
+// TranscriptDoor serves the half-duplex streaming transcript (reference/001):
+// POST /v1/audio/transcript opens one, POST /v1/audio/transcript/{id} pushes raw PCM16LE mono
+// 16 kHz and answers the text so far and the seconds that push put in front of the decoder,
+// DELETE /v1/audio/transcript/{id} closes it, decodes what is left and answers the whole text.
+// A Silero squelch sits in front of the decoder: silence is neither decoded nor billed. Each
+// transcript's window is re-decoded in the background as it fills, so a push is answered at
+// once with whatever text exists.
+type TranscriptDoor struct {
+	svc *Service
+	// ModelPath is the Silero model (default: the mount's models/silero-vad/silero_vad.onnx).
+	ModelPath string
+	Limit     time.Duration // default DefaultTranscriptLimit
+	Idle      time.Duration // default DefaultTranscriptIdle
+	Guard     time.Duration // default DefaultTranscriptGuard
+	Cut       time.Duration // default DefaultTranscriptCut, at most 25 s
+	// Squelch overrides the squelch's thresholds, hang and lead (ModelPath, Model, Env are set here).
+	Squelch squelch.Config
+
+	mu        sync.Mutex
+	sessions  map[string]*transcript
+	tombs     map[string]tomb
+	lastSweep time.Time
+	model     *squelch.Model // loaded on first open when the service has no Silero model; closed by Shutdown
+	closed    bool
+}
+
+type tomb struct {
+	why *Refusal
+	at  time.Time
+}
+
+// NewTranscriptDoor returns the door reading its engine and mount from svc.
+func NewTranscriptDoor(svc *Service) *TranscriptDoor {
+	return &TranscriptDoor{svc: svc, sessions: map[string]*transcript{}, tombs: map[string]tomb{}}
+}
+
+type transcriptAck struct {
+	ID       string  `json:"id,omitempty"`
+	Text     string  `json:"text"`
+	Duration float64 `json:"duration"`
+}
+
+// transcript is one open session. Its worker goroutine re-decodes the window; the door owns
+// the worker and waits for it when the transcript ends.
+type transcript struct {
+	id     string
+	engine transcriber
+	cancel context.CancelFunc
+	wake   chan struct{} // capacity 1: "the window changed"
+	stop   chan struct{}
+	done   chan struct{} // closed when the worker has exited
+	guard  int           // samples
+	cut    int           // samples
+
+	mu         sync.Mutex
+	sq         *squelch.Squelch
+	pushed     int64 // samples pushed, squelched or not (the session limit)
+	lastUsed   time.Time
+	window     []float32 // admitted audio not yet committed; replaced, never reused, on commit
+	pauses     []int     // offsets in window where the squelch closed after admitting speech
+	inSpeech   bool      // the last push was admitted
+	committed  []string
+	tentative  string // the window's text as last decoded
+	decodedLen int    // len(window) when tentative was decoded
+	failed     error  // the last decode failure, logged once
+}
+
+func (d *TranscriptDoor) limits() (limit, idle time.Duration, guard, cut int) {
+	limit, idle = d.Limit, d.Idle
+	if limit <= 0 {
+		limit = DefaultTranscriptLimit
+	}
+	if idle <= 0 {
+		idle = DefaultTranscriptIdle
+	}
+	g, c := d.Guard, d.Cut
+	if g <= 0 {
+		g = DefaultTranscriptGuard
+	}
+	if c <= 0 || c > 25*time.Second {
+		c = DefaultTranscriptCut
+	}
+	return limit, idle, int(g.Seconds() * audio.WhisperSampleRate), int(c.Seconds() * audio.WhisperSampleRate)
+}
+
+// Open answers POST /v1/audio/transcript.
+func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
+	engine := d.svc.Whisper
+	if engine == nil {
+		WriteError(w, ErrNotWarm)
+		return
+	}
+	d.sweep()
+	model, err := d.squelchModel()
+	if err != nil {
+		d.svc.log.Error("transcript: load squelch", "err", err)
+		WriteError(w, err)
+		return
+	}
+	cfg := d.Squelch
+	cfg.Model, cfg.ModelPath, cfg.Env = model, "", nil
+	sq, err := squelch.New(cfg)
+	if err != nil {
+		d.svc.log.Error("transcript: squelch", "err", err)
+		WriteError(w, err)
+		return
+	}
+	_, _, guard, cut := d.limits()
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &transcript{
+		id: newTranscriptID(), engine: engine, cancel: cancel, sq: sq, guard: guard, cut: cut,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		lastUsed: time.Now(),
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		cancel()
+		sq.Close()
+		WriteError(w, ErrShuttingDown)
+		return
+	}
+	d.sessions[t.id] = t
+	d.mu.Unlock()
+	go t.work(ctx, d.svc)
+	writeJSON(w, http.StatusCreated, map[string]string{"id": t.id})
+}
+
+// Push answers POST /v1/audio/transcript/{id}.
+func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
+	d.sweep()
+	t, refusal := d.find(r.PathValue("id"))
+	if refusal != nil {
+		WriteError(w, refusal)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, FrameLimit+1))
+	if err != nil {
+		WriteError(w, Refuse(ErrBadForm, "reading the body failed: "+err.Error()))
+		return
+	}
+	if len(body) > FrameLimit {
+		WriteError(w, Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept"))
+		return
+	}
+	pcm, err := audio.PCM16ToFloat32(body)
+	if err != nil {
+		WriteError(w, Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
+		return
+	}
+	limit, _, _, _ := d.limits()
+	t.mu.Lock()
+	if t.sq == nil { // closed between find and here
+		t.mu.Unlock()
+		WriteError(w, ErrTranscriptClosed)
+		return
+	}
+	if t.pushed+int64(len(pcm)) > int64(limit.Seconds()*audio.WhisperSampleRate) {
+		t.mu.Unlock()
+		WriteError(w, ErrTranscriptLimit)
+		return
+	}
+	admitted, err := t.sq.Push(pcm)
+	if err != nil {
+		t.mu.Unlock()
+		d.svc.log.Error("transcript: squelch push", "id", t.id, "err", err)
+		WriteError(w, Refuse(ErrTranscriptionFailed, "the squelch failed on this push; it was not taken"))
+		return
+	}
+	t.pushed += int64(len(pcm))
+	t.lastUsed = time.Now()
+	if len(admitted) > 0 {
+		t.window = append(t.window, admitted...)
+		t.inSpeech = true
+	} else if t.inSpeech {
+		t.pauses = append(t.pauses, len(t.window))
+		t.inSpeech = false
+	}
+	text := t.textLocked()
+	changed := len(admitted) > 0 || len(t.pauses) > 0
+	t.mu.Unlock()
+	if changed {
+		t.poke()
+	}
+	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: squelch.Seconds(len(admitted))})
+}
+
+// Close answers DELETE /v1/audio/transcript/{id}: no more pushes, the rest of the window is
+// decoded, and the whole text is answered. duration is 0: a close puts no new audio before the
+// decoder (the squelch's held lead is silence and is dropped).
+func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	t, refusal := d.find(id)
+	if refusal != nil {
+		WriteError(w, refusal)
+		return
+	}
+	d.mu.Lock()
+	if d.sessions[id] != t { // a concurrent DELETE won
+		d.mu.Unlock()
+		WriteError(w, ErrTranscriptClosed)
+		return
+	}
+	delete(d.sessions, id)
+	d.tombs[id] = tomb{why: ErrTranscriptClosed, at: time.Now()}
+	d.mu.Unlock()
+	text, err := t.finish(r.Context(), d.svc)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: 0})
+}
+
+// Shutdown ends every open transcript without decoding further and releases the squelch model.
+func (d *TranscriptDoor) Shutdown() {
+	d.mu.Lock()
+	d.closed = true
+	open := d.sessions
+	d.sessions = map[string]*transcript{}
+	d.mu.Unlock()
+	for _, t := range open {
+		t.end()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.model != nil {
+		d.model.Close()
+		d.model = nil
+	}
+}
+
+func (d *TranscriptDoor) find(id string) (*transcript, *Refusal) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.sessions[id]; ok {
+		return t, nil
+	}
+	if tb, ok := d.tombs[id]; ok {
+		return nil, tb.why
+	}
+	return nil, ErrTranscriptNotFound
+}
+
+func (d *TranscriptDoor) squelchModel() (*squelch.Model, error) {
+	if d.ModelPath == "" && d.svc.Silero != nil {
+		return d.svc.Silero, nil // the service's shared model; the service closes it
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.model != nil {
+		return d.model, nil
+	}
+	path := d.ModelPath
+	if path == "" {
+		if d.svc.Mount == nil {
+			return nil, ErrNotMounted
+		}
+		path = d.svc.Mount.Path(assets.SileroModel)
+	}
+	m, err := squelch.Load(d.svc.Env, path)
+	if err != nil {
+		return nil, fmt.Errorf("load squelch model: %w", err)
+	}
+	d.model = m
+	return m, nil
+}
+
+// sweep reaps idle transcripts and forgets old tombstones, at most every transcriptSweepEvery.
+func (d *TranscriptDoor) sweep() {
+	_, idle, _, _ := d.limits()
+	now := time.Now()
+	var reaped []*transcript
+	d.mu.Lock()
+	if now.Sub(d.lastSweep) < transcriptSweepEvery && d.lastSweep.After(time.Time{}) {
+		d.mu.Unlock()
+		return
+	}
+	d.lastSweep = now
+	for id, t := range d.sessions {
+		t.mu.Lock()
+		idleFor := now.Sub(t.lastUsed)
+		t.mu.Unlock()
+		if idleFor > idle {
+			delete(d.sessions, id)
+			d.tombs[id] = tomb{why: ErrTranscriptExpired, at: now}
+			reaped = append(reaped, t)
+		}
+	}
+	for id, tb := range d.tombs {
+		if now.Sub(tb.at) > transcriptTombLife {
+			delete(d.tombs, id)
+		}
+	}
+	d.mu.Unlock()
+	for _, t := range reaped {
+		t.end()
+	}
+}
+
+func newTranscriptID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "tr_" + hex.EncodeToString(b[:])
+}
+
+func (t *transcript) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// textLocked is the text so far: every committed piece, then the window's latest decode.
+func (t *transcript) textLocked() string {
+	parts := append([]string(nil), t.committed...)
+	if t.tentative != "" {
+		parts = append(parts, t.tentative)
+	}
+	return strings.Join(parts, " ")
+}
+
+// work is the transcript's decoder: it catches up each time the window changes.
+func (t *transcript) work(ctx context.Context, svc *Service) {
+	defer close(t.done)
+	for {
+		select {
+		case <-t.wake:
+		case <-t.stop:
+			return
+		}
+		if err := t.catchUp(ctx, false); err != nil && ctx.Err() == nil {
+			svc.log.Error("transcript: decode", "id", t.id, "err", err)
+		}
+	}
+}
+
+// end stops the worker (cancelling a decode in flight) and releases the squelch.
+func (t *transcript) end() {
+	t.cancel()
+	t.stopWorker()
+	t.mu.Lock()
+	if t.sq != nil {
+		t.sq.Close()
+		t.sq = nil
+	}
+	t.mu.Unlock()
+}
+
+func (t *transcript) stopWorker() {
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.done
+}
+
+// finish stops the worker after its current decode, then decodes the rest of the window on the
+// caller's goroutine and returns the whole text.
+func (t *transcript) finish(ctx context.Context, svc *Service) (string, error) {
+	t.stopWorker()
+	t.mu.Lock()
+	if t.sq != nil {
+		t.sq.Close()
+		t.sq = nil
+	}
+	t.mu.Unlock()
+	defer t.cancel()
+	if err := t.catchUp(ctx, true); err != nil {
+		svc.log.Error("transcript: flush", "id", t.id, "err", err)
+		return "", transcriptionError(err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.textLocked(), nil
+}
+
+// catchUp decodes until the window's text is current: it commits utterances that ended a guard
+// before the window's end, cuts an over-long window at its quietest point, and re-decodes the
+// rest. With flush it commits everything.
+func (t *transcript) catchUp(ctx context.Context, flush bool) error {
+	for {
+		t.mu.Lock()
+		commitAt, pcm := t.nextLocked(flush)
+		t.mu.Unlock()
+		if pcm == nil {
+			return nil
+		}
+		text := ""
+		if len(pcm) > 0 {
+			res, err := t.engine.Transcribe(ctx, pcm)
+			if err != nil {
+				return err
+			}
+			text = strings.TrimSpace(res.Text)
+		}
+		t.mu.Lock()
+		if commitAt > 0 {
+			if text != "" {
+				t.committed = append(t.committed, text)
+			}
+			t.window = append([]float32(nil), t.window[commitAt:]...)
+			kept := t.pauses[:0:0]
+			for _, p := range t.pauses {
+				if p > commitAt {
+					kept = append(kept, p-commitAt)
+				}
+			}
+			t.pauses = kept
+			t.tentative, t.decodedLen = "", 0
+		} else {
+			t.tentative, t.decodedLen = text, len(pcm)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// nextLocked picks the next decode: (commitAt > 0, window[:commitAt]) commits, (0, window)
+// refreshes the tentative text, (0, nil) means nothing to do.
+func (t *transcript) nextLocked(flush bool) (int, []float32) {
+	n := len(t.window)
+	if n == 0 {
+		return 0, nil
+	}
+	if flush {
+		// No more audio comes: every pause is final, whatever the guard.
+		for _, p := range t.pauses {
+			if p > 0 && p < n {
+				return p, t.window[:p:p]
+			}
+		}
+		if t.decodedLen == n {
+			// The last decode covered the whole window: commit it without decoding again.
+			if t.tentative != "" {
+				t.committed = append(t.committed, t.tentative)
+			}
+			t.window, t.pauses, t.tentative, t.decodedLen = nil, nil, "", 0
+			return 0, nil
+		}
+		end := min(n, audio.WhisperSamples)
+		return end, t.window[:end:end]
+	}
+	for _, p := range t.pauses {
+		if p > 0 && n-p >= t.guard {
+			return p, t.window[:p:p]
+		}
+	}
+	if n >= t.cut {
+		c := quietestCut(t.window, t.cut)
+		return c, t.window[:c:c]
+	}
+	if n != t.decodedLen {
+		return 0, t.window[:n:n]
+	}
+	return 0, nil
+}
+
+// quietestCut returns the start of the quietest 20 ms frame in the 5 s before limit, so a forced
+// cut falls between words where it can.
+func quietestCut(pcm []float32, limit int) int {
+	const frame = audio.WhisperSampleRate / 50
+	lo := max(frame, limit-5*audio.WhisperSampleRate)
+	best, bestEnergy := limit, math.Inf(1)
+	for start := lo; start+frame <= limit; start += frame {
+		var e float64
+		for _, v := range pcm[start : start+frame] {
+			e += float64(v) * float64(v)
+		}
+		if e < bestEnergy {
+			best, bestEnergy = start, e
+		}
+	}
+	return best
+}

@@ -1,0 +1,188 @@
+package speechcore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/squelch"
+)
+
+type transcriptClient struct {
+	t   *testing.T
+	url string
+}
+
+func (c transcriptClient) do(method, path string, body []byte) (int, map[string]any) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.url+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		c.t.Fatalf("%s %s: %d %q is not JSON", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode, m
+}
+
+func (c transcriptClient) open() string {
+	c.t.Helper()
+	status, m := c.do("POST", "/v1/audio/transcript", nil)
+	id, _ := m["id"].(string)
+	if status != http.StatusCreated || id == "" {
+		c.t.Fatalf("open: %d %v", status, m)
+	}
+	return id
+}
+
+// TestTranscriptPushesAndClose pushes real speech (Silero opens on speech, not on the codec's
+// tones) in 250 ms pushes. Each ack bills what a squelch with the same settings admits; the
+// close answers the utterances, each decoded on its own, as the fixture Whisper reads them.
+func TestTranscriptPushesAndClose(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	c := transcriptClient{t: t, url: h.srv.URL}
+	speech := realSpeech(t)
+	ref, err := squelch.New(squelch.Config{Model: h.svc.Silero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+
+	id := c.open()
+	var utterances [][]float32
+	var current []float32
+	var billed, wantBilled float64
+	const push = audio.WhisperSampleRate / 4
+	for i := 0; i+push <= len(speech); i += push {
+		chunk := speech[i : i+push]
+		admitted, err := ref.Push(chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(admitted) > 0 {
+			current = append(current, admitted...)
+		} else if current != nil {
+			utterances = append(utterances, current)
+			current = nil
+		}
+		status, ack := c.do("POST", "/v1/audio/transcript/"+id, audio.Float32ToPCM16(chunk))
+		if status != 200 {
+			t.Fatalf("push %d: %d %v", i/push, status, ack)
+		}
+		if _, ok := ack["text"].(string); !ok {
+			t.Fatalf("ack without text: %v", ack)
+		}
+		got, want := ack["duration"].(float64), squelch.Seconds(len(admitted))
+		if got != want {
+			t.Errorf("push %d billed %g s, want %g (what the squelch admits)", i/push, got, want)
+		}
+		billed += got
+		wantBilled += want
+	}
+	if current != nil {
+		utterances = append(utterances, current)
+	}
+	if len(utterances) < 2 || billed <= 0 || billed >= float64(len(speech))/audio.WhisperSampleRate+1 {
+		t.Fatalf("%d utterances, %g s billed of %g s pushed", len(utterances), billed, float64(len(speech))/16000)
+	}
+	var want []string
+	for _, u := range utterances {
+		res, err := h.svc.Whisper.Transcribe(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.TrimSpace(res.Text); s != "" {
+			want = append(want, s)
+		}
+	}
+	status, done := c.do("DELETE", "/v1/audio/transcript/"+id, nil)
+	if status != 200 || done["text"] != strings.Join(want, " ") || done["duration"] != 0.0 {
+		t.Fatalf("close: %d %v, want text %q", status, done, strings.Join(want, " "))
+	}
+
+	// The transcript is gone, by name.
+	for _, method := range []string{"POST", "DELETE"} {
+		status, e := c.do(method, "/v1/audio/transcript/"+id, audio.Float32ToPCM16(speech[:push]))
+		if status != http.StatusConflict || e["name"] != "transcript_closed" {
+			t.Errorf("%s after close: %d %v", method, status, e)
+		}
+	}
+}
+
+func TestTranscriptRefusals(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	h.transcripts.Limit = time.Second
+	c := transcriptClient{t: t, url: h.srv.URL}
+	id := c.open()
+	half := make([]byte, audio.WhisperSampleRate) // 0.5 s of silence
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   []byte
+		status int
+		error  string
+	}{
+		{"unknown id", "POST", "/v1/audio/transcript/tr_nope", half, 404, "transcript_not_found"},
+		{"unknown id, close", "DELETE", "/v1/audio/transcript/tr_nope", nil, 404, "transcript_not_found"},
+		{"odd-length PCM", "POST", "/v1/audio/transcript/" + id, []byte{1, 2, 3}, 400, "odd_length_pcm"},
+		{"push over 4 MiB", "POST", "/v1/audio/transcript/" + id, make([]byte, FrameLimit+2), 413, "frame_too_large"},
+		{"first half second", "POST", "/v1/audio/transcript/" + id, half, 200, ""},
+		{"second half second", "POST", "/v1/audio/transcript/" + id, half, 200, ""},
+		{"past the limit", "POST", "/v1/audio/transcript/" + id, half, 413, "transcript_limit_reached"},
+		{"close still answers", "DELETE", "/v1/audio/transcript/" + id, nil, 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, m := c.do(tc.method, tc.path, tc.body)
+			if status != tc.status || (tc.error != "" && (m["name"] != tc.error || m["message"] == "")) {
+				t.Fatalf("%d %v, want %d %s", status, m, tc.status, tc.error)
+			}
+			if tc.error == "" && m["duration"] != 0.0 { // silence is not billed
+				t.Fatalf("silence billed: %v", m)
+			}
+		})
+	}
+}
+
+func TestTranscriptIdleReaped(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	h.transcripts.Idle = time.Nanosecond
+	c := transcriptClient{t: t, url: h.srv.URL}
+	id := c.open()
+	h.transcripts.mu.Lock()
+	h.transcripts.lastSweep = time.Time{} // the next request sweeps
+	h.transcripts.mu.Unlock()
+	status, m := c.do("POST", "/v1/audio/transcript/"+id, make([]byte, 320))
+	if status != http.StatusGone || m["name"] != "transcript_expired" {
+		t.Fatalf("push to an idle transcript: %d %v", status, m)
+	}
+}
+
+func TestQuietestCut(t *testing.T) {
+	pcm := make([]float32, 10*audio.WhisperSampleRate)
+	for i := range pcm {
+		pcm[i] = 0.5
+	}
+	quiet := 7*audio.WhisperSampleRate + 320*3
+	for i := quiet; i < quiet+320; i++ {
+		pcm[i] = 0
+	}
+	if got := quietestCut(pcm, 9*audio.WhisperSampleRate); got != quiet {
+		t.Fatalf("cut at %d, want %d", got, quiet)
+	}
+}

@@ -1,0 +1,175 @@
+package speechcore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/fixture"
+)
+
+// wavBytes writes pcm (mono) as a PCM16 WAV at rate with channels copies of each sample.
+func wavBytes(pcm []float32, rate, channels int) []byte {
+	s := audio.Float32ToInt16(pcm)
+	var data []byte
+	for _, v := range s {
+		for c := 0; c < channels; c++ {
+			data = binary.LittleEndian.AppendUint16(data, uint16(v))
+		}
+	}
+	return append(audio.WAVHeader(rate, channels, 16, len(data)), data...)
+}
+
+func postTranscription(t *testing.T, h *hearingServer, file []byte, fields map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range fields {
+		mw.WriteField(k, v)
+	}
+	if file != nil {
+		fw, _ := mw.CreateFormFile("file", "audio.wav")
+		fw.Write(file)
+	}
+	mw.Close()
+	resp, err := http.Post(h.srv.URL+"/v1/audio/transcriptions", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp, out
+}
+
+func TestTranscriptionsFormats(t *testing.T) {
+	h := newHearingServer(t, Config{})
+	pcm16k, phonemes := codecSpeech(t, sttSentence)
+	ids := fixture.PhonemeIDs(sttSentence)
+	pcm24k := fixture.Waveform(ids, 1)
+	pcm48k := audio.Resample(pcm24k, 24000, 48000)
+	tests := map[string]struct {
+		file        []byte
+		format      string
+		contentType string
+	}{
+		"wav 16 kHz mono, json":             {wavBytes(pcm16k, 16000, 1), "", "application/json"},
+		"wav 24 kHz mono, text":             {wavBytes(pcm24k, 24000, 1), "text", "text/plain; charset=utf-8"},
+		"wav 48 kHz stereo, verbose_json":   {wavBytes(pcm48k, 48000, 2), "verbose_json", "application/json"},
+		"raw PCM16 16 kHz (not RIFF), json": {audio.Float32ToPCM16(pcm16k), "json", "application/json"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fields := map[string]string{"model": "whisper-1"}
+			if tc.format != "" {
+				fields["response_format"] = tc.format
+			}
+			resp, body := postTranscription(t, h, tc.file, fields)
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != tc.contentType {
+				t.Fatalf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+			var text string
+			switch tc.format {
+			case "text":
+				text = strings.TrimSuffix(string(body), "\n")
+			case "verbose_json":
+				var v verboseTranscription
+				if err := json.Unmarshal(body, &v); err != nil {
+					t.Fatal(err)
+				}
+				if v.Task != "transcribe" || v.Language != "english" || len(v.Segments) != 1 || v.Segments[0].Start != 0 || v.Duration < 3 {
+					t.Errorf("verbose %+v", v)
+				}
+				text = v.Text
+			default:
+				var v struct{ Text string }
+				if err := json.Unmarshal(body, &v); err != nil {
+					t.Fatal(err)
+				}
+				text = v.Text
+			}
+			if text != phonemes {
+				t.Errorf("text %q, want %q", text, phonemes)
+			}
+		})
+	}
+}
+
+func TestTranscriptionsOver30sInWindows(t *testing.T) {
+	h := newHearingServer(t, Config{})
+	// 375 phoneme slots of 80 ms fill a 30 s window exactly: 360 phonemes and 15 of silence
+	// (pad id 0), then 50 more phonemes in the second window.
+	first := strings.Repeat("ə", 360)
+	second := strings.Repeat("ɪ", 50)
+	ids := fixture.PhonemeIDs(first)
+	ids = append(ids, make([]int, 15)...)
+	ids = append(ids, fixture.PhonemeIDs(second)...)
+	pcm := audio.Resample(fixture.Waveform(ids, 1), fixture.SampleRate, audio.WhisperSampleRate)
+	resp, body := postTranscription(t, h, wavBytes(pcm, 16000, 1), map[string]string{"response_format": "verbose_json"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var v verboseTranscription
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Text != first+" "+second || len(v.Segments) != 2 || v.Segments[1].Start != 30 {
+		t.Fatalf("text %q (%d segments, second starts %v)", v.Text, len(v.Segments), v.Segments)
+	}
+}
+
+func TestTranscriptionsRefusals(t *testing.T) {
+	h := newHearingServer(t, Config{})
+	pcm, _ := codecSpeech(t, "ə")
+	wav := wavBytes(pcm, 16000, 1)
+	adpcm := append([]byte(nil), wav...)
+	binary.LittleEndian.PutUint16(adpcm[20:], 2) // format tag 2: MS ADPCM
+	tests := map[string]struct {
+		file   []byte
+		fields map[string]string
+		status int
+		code   string
+	}{
+		"no file":              {nil, nil, 400, "missing_file"},
+		"empty upload":         {[]byte{}, nil, 400, "empty_upload"},
+		"broken WAV header":    {[]byte("RIFF\x10\x00\x00\x00WAVEjunkjunk"), nil, 400, "invalid_wav"},
+		"unsupported encoding": {adpcm, nil, 400, "unsupported_encoding"},
+		"WAV header, no data":  {audio.WAVHeader(16000, 1, 16, 0), nil, 400, "empty_upload"},
+		"odd-length raw PCM":   {[]byte{1, 2, 3}, nil, 400, "odd_length_pcm"},
+		"srt is not served":    {wav, map[string]string{"response_format": "srt"}, 400, "unsupported_response_format"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp, body := postTranscription(t, h, tc.file, tc.fields)
+			var e openAIError
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("%s: not OpenAI's error shape: %v", body, err)
+			}
+			if resp.StatusCode != tc.status || e.Error.Code != tc.code || e.Error.Message == "" || e.Error.Type != "invalid_request_error" {
+				t.Fatalf("%d %s, want %d %s", resp.StatusCode, body, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func FuzzDecodeUpload(f *testing.F) {
+	pcm := make([]float32, 160)
+	f.Add(wavBytes(pcm, 16000, 1))
+	f.Add(wavBytes(pcm, 44100, 2))
+	f.Add([]byte("RIFF\x10\x00\x00\x00WAVEfmt "))
+	f.Add([]byte{1, 2, 3, 4})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pcm, refusal := decodeUpload(data)
+		if refusal == nil && len(pcm) == 0 {
+			t.Fatal("no audio and no refusal")
+		}
+		if refusal != nil && (refusal.Name == "" || refusal.Status != 400) {
+			t.Fatalf("refusal %+v", refusal)
+		}
+	})
+}
