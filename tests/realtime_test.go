@@ -279,4 +279,3 @@ func TestRealtimeGoClient(t *testing.T) {
 	conn.Close()
 	s.stop()
 }
-
