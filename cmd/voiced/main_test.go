@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,30 +31,45 @@ import (
 
 const testVersion = "voiced-test-1.2.3"
 
-// voicedBin is the binary under test, built once by TestMain with the tests' own cgo environment.
-var voicedBin string
+// binDir holds the binary under test, built on first use with the tests' own cgo environment
+// (and -race when the tests run with it).
+var (
+	binDir    string
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "voiced-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	voicedBin = filepath.Join(dir, "voiced")
-	args := []string{"build", "-o", voicedBin, "-ldflags", "-X main.version=" + testVersion}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build voiced:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
+}
+
+// voicedBin builds the binary once and returns its path.
+func voicedBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "voiced-bin")
+		if buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(binDir, "voiced")
+		args := []string{"build", "-o", builtBin, "-ldflags", "-X main.version=" + testVersion}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
 }
 
 // baseEnv is the environment without any VOICED_ variable except the ORT library the Makefile
@@ -83,7 +99,7 @@ func runVoiced(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, voicedBin, args...)
+	cmd := exec.CommandContext(ctx, voicedBin(t), args...)
 	cmd.Env = env
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -172,7 +188,7 @@ var listeningAddr = regexp.MustCompile(`msg=listening addr=(\S+)|"msg":"listenin
 // startServer runs voiced serve and waits for its listening line.
 func startServer(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(voicedBin, append([]string{"serve", "--bind", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(voicedBin(t), append([]string{"serve", "--bind", "127.0.0.1:0"}, args...)...)
 	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
