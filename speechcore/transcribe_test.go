@@ -290,3 +290,26 @@ func BenchmarkTranscribeDoorAddedLatency(b *testing.B) {
 	}
 	b.ReportMetric(added/float64(b.N), "added-ms")
 }
+
+// TestTranscribeDoorDecodesOnClientClose: a client that closes mid-utterance has its audio
+// decoded and the final attempted. coder/websocket answers the client's close frame at once, so
+// the final cannot reach that client; a client that wants it sends {"type":"end"} first.
+func TestTranscribeDoorDecodesOnClientClose(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	h.transcribe.PartialCadence = time.Hour
+	c := dialSTT(t, h.wsURL("/v1/transcribe"))
+	c.next()
+	pcm, _ := codecSpeech(t, "ðə kˈæt")
+	c.sendAudio(pcm)
+	c.Ping()
+	before := h.svc.Whisper.Stats().Decodes
+	c.conn.Close(websocket.StatusNormalClosure, "")
+	deadline := time.Now().Add(20 * time.Second)
+	for h.svc.Whisper.Stats().Decodes == before || h.svc.Sockets.Open() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("decodes %d (was %d), sockets open %d", h.svc.Whisper.Stats().Decodes, before, h.svc.Sockets.Open())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
