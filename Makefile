@@ -23,7 +23,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_LIB) -X main.d
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
 
-.PHONY: setup build run test test-short bench fuzz vet fmt clean fixture env
+.PHONY: setup build run test node-deps test-short bench fuzz vet fmt clean fixture env
 
 setup:
 	scripts/install-deps.sh
@@ -48,9 +48,14 @@ run: build
 		$${VOICED_SPEECH_ASSETS:---speech-assets $(MOUNT)}
 
 # Starts the loopback PostgreSQL/Redis servers the meter and ticket tests use, when installed.
-test: build
+test: build node-deps
 	$(GO) vet ./...
 	eval "$$(scripts/test-services.sh 2>/dev/null || true)"; $(GO) test -race -count=1 -timeout 20m ./...
+
+# The openai npm package for tests/node (offline: the node tests skip with a message when it is missing).
+node-deps:
+	@if [ ! -d tests/node/node_modules ] && command -v npm >/dev/null; then \
+		(cd tests/node && npm ci --no-audit --no-fund) || echo "npm ci failed: the tests/node tests will skip"; fi
 
 test-short: build
 	$(GO) test -count=1 -short ./...
