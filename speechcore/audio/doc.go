@@ -5,7 +5,8 @@
 // Invariants other packages rely on:
 //   - Floats are int16/32768; Float32ToInt16 rounds half away from zero and clips, so int16 →
 //     float → int16 is exact.
-//   - DecodeWAVBytes never allocates more than the bytes it was given can fill, and every failure
+//   - DecodeWAVBytes allocates at most one sample per byte it was given (never trusting header
+//     sizes), and every failure
 //     wraps one sentinel of errors.go (errors.Is), which the doors map to named refusals.
 //   - The resampler is zero-phase: output sample n is input time n·from/to, a stream of n samples
 //     yields ceil(n·to/from), and a Resampler fed in any chunking, then flushed, yields exactly
