@@ -6,8 +6,8 @@
 //   - Floats are int16/32768; Float32ToInt16 rounds half away from zero and clips, so int16 →
 //     float → int16 is exact.
 //   - DecodeWAVBytes allocates at most one sample per byte it was given (never trusting header
-//     sizes), and every failure
-//     wraps one sentinel of errors.go (errors.Is), which the doors map to named refusals.
+//     sizes), and every failure wraps one sentinel of errors.go (errors.Is), which the doors map
+//     to named refusals.
 //   - The resampler is zero-phase: output sample n is input time n·from/to, a stream of n samples
 //     yields ceil(n·to/from), and a Resampler fed in any chunking, then flushed, yields exactly
 //     (bit for bit) what Resample gives. It holds back Delay() = H input samples (76 at 24 kHz,
