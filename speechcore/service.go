@@ -11,6 +11,8 @@ import (
 
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/runtime"
+	"github.com/voiced/voiced/speechcore/squelch"
+	"github.com/voiced/voiced/speechcore/whisper"
 )
 
 // DefaultMaxSessions is the speech session cap when Config.MaxSessions is 0.
@@ -44,6 +46,13 @@ type Service struct {
 	// Set by Start, read-only afterwards.
 	Mount *assets.Mount // nil when not mounted
 	Env   *runtime.Env
+	// Whisper is the transcription engine (loadWhisper in hearing.go); nil until loaded.
+	Whisper *whisper.Engine
+	// transcripts holds the half-duplex transcripts (transcript.go); closeHearing ends them.
+	transcripts *TranscriptDoor
+	// Silero is the shared Silero VAD model (vad.go): squelches and turn detectors open a Stream
+	// on it; nil until loaded.
+	Silero *squelch.Model
 	// Per-model load figures for /v1/speech/health, filled by the loaders in Start.
 	Transcription ModelStats
 	Synthesis     ModelStats
@@ -131,6 +140,9 @@ func (s *Service) Start(ctx context.Context) error {
 // loadModels loads and warms each engine, measuring load time, warm-up time and the VmRSS delta.
 // The Whisper and Kokoro engines and the squelch model are wired here as their packages land.
 func (s *Service) loadModels(ctx context.Context) error {
+	if err := s.loadWhisper(ctx); err != nil {
+		return err
+	}
 	return ctx.Err()
 }
 
@@ -144,6 +156,7 @@ func (s *Service) Close() error {
 	s.closed = true
 	s.warm.Store(false)
 	var errs []error
+	errs = append(errs, s.closeHearing()) // before closeVAD: transcripts' squelches use Silero
 	if s.Env != nil {
 		errs = append(errs, s.Env.Close())
 	}
