@@ -256,6 +256,12 @@ func (s *server) stop(sig os.Signal) int {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatal(err)
 	}
+	return s.wait()
+}
+
+// wait returns the exit code once the process has exited.
+func (s *server) wait() int {
+	s.t.Helper()
 	select {
 	case err := <-s.done:
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -266,7 +272,7 @@ func (s *server) stop(sig os.Signal) int {
 		}
 		return 0
 	case <-time.After(time.Minute):
-		s.t.Fatalf("voiced did not exit within a minute of %v", sig)
+		s.t.Fatalf("voiced did not exit within a minute")
 		return -1
 	}
 }
