@@ -28,6 +28,9 @@ type Config struct {
 	AssetsDir string
 	// Runtime is the ONNX Runtime environment (library path, device, threads).
 	Runtime runtime.Config
+	// Env, when set, is an environment already open (tests that share one); the service uses it
+	// instead of opening Runtime, and does not close it.
+	Env *runtime.Env
 	// MaxSessions caps concurrent speech sessions (default DefaultMaxSessions).
 	MaxSessions int
 	// Sockets is the hijacked-socket registry shared with the rest of the server (default: a new one).
@@ -61,7 +64,8 @@ type Service struct {
 	Gate    *Gate
 	Sockets *Sockets
 
-	warm atomic.Bool
+	warm    atomic.Bool
+	ownsEnv bool // Start opened Env, so Close closes it
 
 	mu     sync.Mutex
 	doors  map[string]http.Handler // pattern -> door, from Handle
@@ -115,9 +119,13 @@ func (s *Service) Start(ctx context.Context) error {
 	} else {
 		s.log.Warn("no speech assets mounted: speech routes answer 503 speech_assets_not_mounted (set --speech-assets or VOICED_SPEECH_ASSETS)")
 	}
-	env, err := runtime.Open(s.cfg.Runtime)
-	if err != nil {
-		return fmt.Errorf("onnx runtime: %w", err)
+	env := s.cfg.Env
+	if env == nil {
+		var err error
+		if env, err = runtime.Open(s.cfg.Runtime); err != nil {
+			return fmt.Errorf("onnx runtime: %w", err)
+		}
+		s.ownsEnv = true
 	}
 	s.Env = env
 	s.log.Info("onnx runtime open", "version", env.Version(), "device", env.Device(), "executionProvider", env.ExecutionProvider())
@@ -140,6 +148,9 @@ func (s *Service) Start(ctx context.Context) error {
 // loadModels loads and warms each engine, measuring load time, warm-up time and the VmRSS delta.
 // The Whisper and Kokoro engines and the squelch model are wired here as their packages land.
 func (s *Service) loadModels(ctx context.Context) error {
+	if err := s.loadVAD(ctx); err != nil {
+		return err
+	}
 	if err := s.loadWhisper(ctx); err != nil {
 		return err
 	}
@@ -157,7 +168,8 @@ func (s *Service) Close() error {
 	s.warm.Store(false)
 	var errs []error
 	errs = append(errs, s.closeHearing()) // before closeVAD: transcripts' squelches use Silero
-	if s.Env != nil {
+	errs = append(errs, s.closeVAD())
+	if s.Env != nil && s.ownsEnv {
 		errs = append(errs, s.Env.Close())
 	}
 	return errors.Join(errs...)
