@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -132,5 +133,25 @@ func TestStatsAfterLoad(t *testing.T) {
 	st := e.Stats()
 	if st.ModelID != "whisper-fixture" || st.LoadMs <= 0 || st.WarmupMs <= 0 || st.QueueDepth != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCancelMidDecode: a context that ends during a decode stops it (between steps or inside a
+// Run) and the engine serves the next request.
+func TestCancelMidDecode(t *testing.T) {
+	e := loadEngine(t, Options{SkipWarmup: true})
+	ids := fixture.PhonemeIDs(roundTripPhonemes)
+	pcm := audio.Resample(speakFixture(t, ids), fixture.SampleRate, audio.WhisperSampleRate)
+	for _, after := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		_, err := e.Transcribe(ctx, pcm)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("cancelled after %v: %v", after, err)
+		}
+	}
+	res, err := e.Transcribe(context.Background(), pcm)
+	if err != nil || res.Text != fixture.Phonemes(ids) {
+		t.Fatalf("after cancellations: %q %v", res.Text, err)
 	}
 }

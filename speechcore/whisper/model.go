@@ -341,7 +341,11 @@ func (m *model) runner(ctx context.Context) (runFunc, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("whisper: run options: %w", err)
 	}
-	stopAfter := context.AfterFunc(ctx, func() { ro.Terminate() })
+	terminated := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		ro.Terminate()
+		close(terminated)
+	})
 	run := func(s *runtime.Session, in, out []ort.Value) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -357,7 +361,7 @@ func (m *model) runner(ctx context.Context) (runFunc, func(), error) {
 	stop := func() {
 		// AfterFunc may be running Terminate: wait for it before destroying the options.
 		if !stopAfter() {
-			<-ctx.Done()
+			<-terminated
 		}
 		ro.Destroy()
 	}
