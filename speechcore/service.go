@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore/kokoro"
 	"github.com/voiced/voiced/speechcore/runtime"
 	"github.com/voiced/voiced/speechcore/squelch"
 	"github.com/voiced/voiced/speechcore/whisper"
@@ -35,6 +36,11 @@ type Config struct {
 	MaxSessions int
 	// Sockets is the hijacked-socket registry shared with the rest of the server (default: a new one).
 	Sockets *Sockets
+	// AllowOrigins are the browser origins (coder/websocket OriginPatterns: host globs, or
+	// scheme://host globs) allowed to open speech sockets besides the server's own; any other
+	// Origin is refused 403 origin_not_allowed before the upgrade. Clients without an Origin
+	// header (not browsers) are not affected.
+	AllowOrigins []string
 	// Log receives the service's start-up and refusal logs (default slog.Default()).
 	Log *slog.Logger
 }
@@ -51,6 +57,8 @@ type Service struct {
 	Env   *runtime.Env
 	// Whisper is the transcription engine (loadWhisper in hearing.go); nil until loaded.
 	Whisper *whisper.Engine
+	// Kokoro is the synthesis engine (loadKokoro in synthesize.go); nil until loaded.
+	Kokoro *kokoro.Engine
 	// transcripts holds the half-duplex transcripts (transcript.go); closeHearing ends them.
 	transcripts *TranscriptDoor
 	// Silero is the shared Silero VAD model (vad.go): squelches and turn detectors open a Stream
@@ -151,6 +159,9 @@ func (s *Service) loadModels(ctx context.Context) error {
 	if err := s.loadVAD(ctx); err != nil {
 		return err
 	}
+	if err := s.loadKokoro(ctx); err != nil {
+		return err
+	}
 	if err := s.loadWhisper(ctx); err != nil {
 		return err
 	}
@@ -167,6 +178,7 @@ func (s *Service) Close() error {
 	s.closed = true
 	s.warm.Store(false)
 	var errs []error
+	errs = append(errs, s.closeKokoro())
 	errs = append(errs, s.closeHearing()) // before closeVAD: transcripts' squelches use Silero
 	errs = append(errs, s.closeVAD())
 	if s.Env != nil && s.ownsEnv {

@@ -1,0 +1,192 @@
+package speechcore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/kokoro"
+)
+
+// OpenAIVoices are the voice names of OpenAI's speech API. voiced has none of them: each is
+// spoken with the default mounted voice, so a client written for OpenAI works unchanged. A
+// mounted voice's own name (af_heart, …) selects it directly.
+var OpenAIVoices = []string{"alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage", "shimmer", "verse"}
+
+// speechBodyLimit bounds the JSON body: 4 MiB of input plus room for the other fields.
+const speechBodyLimit = ttsFrameLimit + 64<<10
+
+// ErrUnsupportedFormat refuses a response_format other than wav or pcm.
+var ErrUnsupportedFormat = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
+	Message: "response_format must be wav or pcm (PCM16LE mono 24 kHz); mp3, opus, aac and flac are not served"}
+
+// ErrInvalidRequestBody refuses a body that is not the JSON object the route takes.
+var ErrInvalidRequestBody = &Refusal{Status: http.StatusBadRequest, Name: "invalid_request_body",
+	Message: `the body must be a JSON object: {"input": "…", "voice": "…", "speed": 1.0, "response_format": "wav"|"pcm"}`}
+
+// SpeechDoor serves POST /v1/audio/speech, OpenAI-compatible: input, voice, speed,
+// response_format (wav, the default here, or pcm). model and instructions are accepted and
+// ignored. The body is streamed sentence by sentence as each exists: a WAV body starts with a
+// streaming header whose sizes say "unknown" (0xFFFFFFFF). Errors found before the first audio
+// are OpenAI's shape, {"error":{"message","type","param","code"}}, code being voiced's name; a
+// failure after audio began cuts the response short.
+type SpeechDoor struct {
+	svc *Service
+}
+
+// NewSpeechDoor returns the door reading its engine and gate from svc.
+func NewSpeechDoor(svc *Service) *SpeechDoor { return &SpeechDoor{svc: svc} }
+
+type speechRequest struct {
+	Model          string   `json:"model"`
+	Input          *string  `json:"input"`
+	Voice          string   `json:"voice"`
+	Speed          *float64 `json:"speed"`
+	ResponseFormat string   `json:"response_format"`
+	Instructions   string   `json:"instructions"`
+	StreamFormat   string   `json:"stream_format"`
+}
+
+// speechError is OpenAI's error body.
+type speechError struct {
+	Error speechErrorBody `json:"error"`
+}
+
+type speechErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// writeSpeechError writes err in OpenAI's shape with the refusal's status.
+func writeSpeechError(w http.ResponseWriter, err error, param string) {
+	var r *Refusal
+	if !errors.As(err, &r) {
+		r = ErrSynthesisFailed
+	}
+	kind := "invalid_request_error"
+	if r.Status >= 500 {
+		kind = "server_error"
+	}
+	body := speechError{Error: speechErrorBody{Message: r.Message, Type: kind, Code: r.Name}}
+	if param != "" {
+		body.Error.Param = &param
+	}
+	if r.RetryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(int(r.RetryAfter.Seconds()+0.999)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.Status)
+	json.NewEncoder(w).Encode(body)
+}
+
+func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	engine := d.svc.Kokoro
+	if engine == nil {
+		writeSpeechError(w, ErrNotWarm, "")
+		return
+	}
+	var req speechRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, speechBodyLimit))
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeSpeechError(w, ErrTextTooLarge, "input")
+			return
+		}
+		writeSpeechError(w, ErrInvalidRequestBody, "")
+		return
+	}
+	if req.Input == nil || strings.TrimSpace(*req.Input) == "" {
+		writeSpeechError(w, ErrEmptyText, "input")
+		return
+	}
+	voice, err := speechVoice(engine, req.Voice)
+	if err != nil {
+		writeSpeechError(w, err, "voice")
+		return
+	}
+	var speed float32
+	if req.Speed != nil {
+		if _, err := kokoro.CheckSpeed(float32(*req.Speed)); err != nil || *req.Speed == 0 {
+			writeSpeechError(w, ErrSpeedOutOfRange, "speed")
+			return
+		}
+		speed = float32(*req.Speed)
+	}
+	format := strings.ToLower(req.ResponseFormat)
+	if format == "" {
+		format = "wav"
+	}
+	if format != "wav" && format != "pcm" {
+		writeSpeechError(w, Refuse(ErrUnsupportedFormat, fmt.Sprintf("response_format %q is not served: use wav or pcm (PCM16LE mono 24 kHz)", req.ResponseFormat)), "response_format")
+		return
+	}
+	if req.StreamFormat != "" && req.StreamFormat != "audio" {
+		writeSpeechError(w, NewRefusal(http.StatusBadRequest, "unsupported_stream_format", `stream_format must be "audio"; server-sent events are not served`), "stream_format")
+		return
+	}
+	release, err := d.svc.Gate.Acquire()
+	if err != nil {
+		writeSpeechError(w, err, "")
+		return
+	}
+	defer release()
+
+	flusher, _ := w.(http.Flusher)
+	started := false
+	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
+		if !started {
+			started = true
+			if format == "wav" {
+				w.Header().Set("Content-Type", "audio/wav")
+			} else {
+				w.Header().Set("Content-Type", "audio/pcm")
+			}
+			w.Header().Set("X-Sample-Rate", fmt.Sprint(kokoro.SampleRate))
+			w.WriteHeader(http.StatusOK)
+			if format == "wav" {
+				if _, err := w.Write(audio.WAVHeader(kokoro.SampleRate, 1, 16, audio.UnknownLength)); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := w.Write(audio.Int16ToBytes(c.PCM)); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+	case !started && r.Context().Err() == nil:
+		writeSpeechError(w, synthesisError(err), "input")
+	case started && r.Context().Err() == nil:
+		d.svc.log.Error("speech: synthesis failed mid-response", "err", err)
+		panic(http.ErrAbortHandler) // the client sees a cut body, not a clean end
+	}
+}
+
+// speechVoice maps a request's voice: "" and OpenAI's names are the default voice; a mounted
+// voice is itself; anything else is refused by name, listing the mounted voices.
+func speechVoice(e *kokoro.Engine, voice string) (string, error) {
+	v := strings.TrimSpace(voice)
+	if v == "" {
+		return e.DefaultVoice(), nil
+	}
+	if e.HasVoice(v) {
+		return v, nil
+	}
+	for _, name := range OpenAIVoices {
+		if strings.EqualFold(v, name) {
+			return e.DefaultVoice(), nil
+		}
+	}
+	return "", checkVoice(e, v)
+}

@@ -1,0 +1,486 @@
+package speechcore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/kokoro"
+)
+
+// The text-to-speech doors: WS /v1/synthesize (this file), WS /v1/speak/stream (speak.go) and
+// POST /v1/audio/speech (speech.go). They share the refusals, the Kokoro loader, the origin check
+// and the socket writer below.
+
+// KokoroModelID is the synthesis model's name in ready frames and health.
+const KokoroModelID = "kokoro-82m"
+
+// ttsFrameLimit is the largest text frame or body the speaking doors read (4 MiB); more is
+// refused by name. ttsDrainLimit bounds what is read and thrown away of an oversize frame before
+// the socket is closed instead.
+const (
+	ttsFrameLimit   = 4 << 20
+	ttsDrainLimit   = 64 << 20
+	ttsWriteTimeout = 10 * time.Second
+	ttsQueueFrames  = 16
+)
+
+// Refusals of the speaking doors, by name. In a socket they arrive as
+// {"type":"error","name":…,"message":…} and the socket stays open unless said otherwise; before an
+// upgrade or over HTTP they carry the status.
+var (
+	ErrVoiceNotMounted = &Refusal{Status: http.StatusBadRequest, Name: "voice_not_mounted",
+		Message: "that voice is not mounted"}
+	ErrSpeedOutOfRange = &Refusal{Status: http.StatusBadRequest, Name: "speed_out_of_range",
+		Message: fmt.Sprintf("speed must be a number from %g to %g", kokoro.MinSpeed, kokoro.MaxSpeed)}
+	ErrEmptyText = &Refusal{Status: http.StatusBadRequest, Name: "empty_text",
+		Message: "the text has nothing to say (empty, or only punctuation, emoji or symbols)"}
+	ErrTextTooLarge = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "text_too_large",
+		Message: "text may be at most 4 MiB; it was refused, the socket stays open"}
+	ErrBinaryRefused = &Refusal{Status: http.StatusBadRequest, Name: "binary_not_accepted",
+		Message: "this door takes text only; audio only ever travels outward on it"}
+	ErrMalformedJSON = &Refusal{Status: http.StatusBadRequest, Name: "malformed_json",
+		Message: "the frame is not a JSON object; the socket stays open"}
+	ErrUnknownSpeakMessage = &Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
+		Message: "message types are start, text, flush, cancel and end"}
+	ErrIdleTimeout = &Refusal{Status: http.StatusRequestTimeout, Name: "idle_timeout",
+		Message: "nothing was sent or spoken for too long; the socket is closed"}
+	ErrOriginNotAllowed = &Refusal{Status: http.StatusForbidden, Name: "origin_not_allowed",
+		Message: "this browser origin may not open sockets here (start voiced with --allow-origin)"}
+	ErrSynthesisFailed = &Refusal{Status: http.StatusInternalServerError, Name: "synthesis_failed",
+		Message: "the synthesis model failed on this text; see the server log"}
+)
+
+// speakingRoutes claims the text-to-speech routes; routes() calls it.
+func (s *Service) speakingRoutes() {
+	s.Handle("GET /v1/synthesize", NewSynthesizeDoor(s))
+	s.Handle("GET /v1/speak/stream", NewSpeakDoor(s))
+	s.Handle("POST /v1/audio/speech", NewSpeechDoor(s))
+}
+
+// loadKokoro loads the mount's Kokoro and runs its warm-up pass, filling s.Kokoro and s.Synthesis.
+func (s *Service) loadKokoro(ctx context.Context) error {
+	e, err := kokoro.Load(ctx, s.Env, s.Mount.Path(assets.KokoroDir), kokoro.Options{})
+	if err != nil {
+		return fmt.Errorf("load synthesis model: %w", err)
+	}
+	st := e.Stats()
+	s.Kokoro = e
+	s.Synthesis = ModelStats{
+		Loaded:             true,
+		LoadMs:             st.LoadMs,
+		WarmupMs:           st.WarmupMs,
+		ResidentDeltaBytes: st.ResidentDeltaBytes,
+		QueueDepth:         e.QueueDepth,
+	}
+	s.log.Info("synthesis model warm", "model", KokoroModelID, "voices", e.Voices(), "loadMs", st.LoadMs, "warmupMs", st.WarmupMs, "residentDeltaBytes", st.ResidentDeltaBytes)
+	return nil
+}
+
+// closeKokoro waits for the pass in flight and releases the session; Close calls it before the
+// runtime environment closes.
+func (s *Service) closeKokoro() error {
+	if s.Kokoro == nil {
+		return nil
+	}
+	return s.Kokoro.Close()
+}
+
+// synthesisError maps an engine error to what a client is shown.
+func synthesisError(err error) *Refusal {
+	var r *Refusal
+	switch {
+	case errors.As(err, &r):
+		return r
+	case errors.Is(err, kokoro.ErrUnknownVoice):
+		return Refuse(ErrVoiceNotMounted, err.Error())
+	case errors.Is(err, kokoro.ErrSpeed):
+		return ErrSpeedOutOfRange
+	case errors.Is(err, kokoro.ErrNothingToSay):
+		return ErrEmptyText
+	case errors.Is(err, kokoro.ErrClosed):
+		return ErrShuttingDown
+	}
+	return ErrSynthesisFailed
+}
+
+// parseSpeed reads a speed parameter: "" is 0 (the default), anything else must be a number in
+// range.
+func parseSpeed(s string) (float32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		return 0, ErrSpeedOutOfRange
+	}
+	if _, err := kokoro.CheckSpeed(float32(f)); err != nil {
+		return 0, ErrSpeedOutOfRange
+	}
+	return float32(f), nil
+}
+
+// checkVoice refuses a voice that is not mounted, naming the mounted ones.
+func checkVoice(e *kokoro.Engine, voice string) error {
+	if voice == "" || e.HasVoice(voice) {
+		return nil
+	}
+	return Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", voice, strings.Join(e.Voices(), ", ")))
+}
+
+// originAllowed applies coder/websocket's rule before the upgrade, so a refused browser gets a
+// named 403: no Origin (not a browser), the request's own host, or a host matching one of
+// patterns (path.Match; a pattern with "://" is matched against the whole origin).
+func originAllowed(r *http.Request, patterns []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(r.Host, u.Host) {
+		return true
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptSpeaking upgrades a speaking door's socket after the origin check.
+func acceptSpeaking(w http.ResponseWriter, r *http.Request, origins []string) (*websocket.Conn, error) {
+	if !originAllowed(r, origins) {
+		WriteError(w, Refuse(ErrOriginNotAllowed, fmt.Sprintf("origin %q may not open sockets here (start voiced with --allow-origin)", r.Header.Get("Origin"))))
+		return nil, ErrOriginNotAllowed
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
+	if err != nil {
+		return nil, err // Accept has answered the client
+	}
+	conn.SetReadLimit(-1) // our own limit, so an oversize frame gets a named error
+	return conn, nil
+}
+
+// readTextFrame reads one frame of at most ttsFrameLimit bytes. tooLarge reports a frame that was
+// over and has been drained; err is set when the socket is done.
+func readTextFrame(ctx context.Context, conn *websocket.Conn) (typ websocket.MessageType, data []byte, tooLarge bool, err error) {
+	typ, r, err := conn.Reader(ctx)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	data, err = io.ReadAll(io.LimitReader(r, ttsFrameLimit+1))
+	if err != nil {
+		return 0, nil, false, err
+	}
+	if len(data) <= ttsFrameLimit {
+		return typ, data, false, nil
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(r, ttsDrainLimit))
+	if err != nil {
+		return 0, nil, false, err
+	}
+	if n == ttsDrainLimit {
+		return 0, nil, true, errors.New("frame over the drain limit")
+	}
+	return typ, nil, true, nil
+}
+
+// wsOut is one frame for a socket writer. gen 0 is always written; any other gen is written only
+// while it is the writer's current generation (the speak stream's cancel bumps it, so audio of a
+// cancelled piece that is still on its way is dropped).
+type wsOut struct {
+	gen    int64
+	typ    websocket.MessageType
+	data   []byte
+	close  bool
+	code   websocket.StatusCode
+	reason string
+}
+
+// socketWriter is the one goroutine that writes a socket. Everything else sends to it.
+type socketWriter struct {
+	conn *websocket.Conn
+	log  *slog.Logger
+	out  chan wsOut   // closed by the session owner once no one sends any more
+	gen  atomic.Int64 // current generation
+}
+
+func newSocketWriter(conn *websocket.Conn, log *slog.Logger) *socketWriter {
+	return &socketWriter{conn: conn, log: log, out: make(chan wsOut, ttsQueueFrames)}
+}
+
+// run writes frames until out is closed. A failed write (the client is gone or stuck) cancels
+// the session; the rest is discarded.
+func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
+	closed := false
+	for f := range w.out {
+		if closed || (f.gen != 0 && f.gen != w.gen.Load()) {
+			continue
+		}
+		if f.close {
+			w.conn.Close(f.code, f.reason)
+			closed = true
+			continue
+		}
+		wctx, done := context.WithTimeout(ctx, ttsWriteTimeout)
+		err := w.conn.Write(wctx, f.typ, f.data)
+		done()
+		if err != nil {
+			cancel()
+			closed = true
+		}
+	}
+}
+
+// send queues a frame; false when the session is over.
+func (w *socketWriter) send(ctx context.Context, f wsOut) bool {
+	select {
+	case w.out <- f:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *socketWriter) json(ctx context.Context, gen int64, v any) bool {
+	data, err := json.Marshal(v)
+	if err != nil {
+		w.log.Error("speaking door: encode frame", "err", err)
+		return false
+	}
+	return w.send(ctx, wsOut{gen: gen, typ: websocket.MessageText, data: data})
+}
+
+func (w *socketWriter) pcm(ctx context.Context, gen int64, pcm []int16) bool {
+	return w.send(ctx, wsOut{gen: gen, typ: websocket.MessageBinary, data: audio.Int16ToBytes(pcm)})
+}
+
+func (w *socketWriter) closeWith(ctx context.Context, code websocket.StatusCode, reason string) {
+	w.send(ctx, wsOut{close: true, code: code, reason: reason})
+}
+
+func samplesMs(samples int) float64 {
+	return float64(samples) * 1000 / kokoro.SampleRate
+}
+
+func sinceMs(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// SynthesizeDoor serves WS /v1/synthesize (reference/000): each text frame is one utterance,
+// spoken in order; each sentence's audio goes out as soon as it exists as a JSON header
+// immediately followed by the binary PCM16LE 24 kHz it describes; utteranceComplete ends an
+// utterance. Query parameters voice and speed apply to the whole socket. The read loop does not
+// read the next frame while an utterance is spoken, so a client's close (and shutdown) lets the
+// utterance in flight finish first.
+type SynthesizeDoor struct {
+	svc *Service
+}
+
+// NewSynthesizeDoor returns the door reading its engine, gate and socket registry from svc.
+func NewSynthesizeDoor(svc *Service) *SynthesizeDoor { return &SynthesizeDoor{svc: svc} }
+
+type synthReady struct {
+	Type              string `json:"type"`
+	ModelID           string `json:"modelId"`
+	Voice             string `json:"voice"`
+	SampleRate        int    `json:"sampleRate"`
+	Encoding          string `json:"encoding"`
+	Channels          int    `json:"channels"`
+	Device            string `json:"device"`
+	ExecutionProvider string `json:"executionProvider"`
+}
+
+type synthAudio struct {
+	Type         string   `json:"type"` // audio
+	Utterance    int      `json:"utterance"`
+	Seq          int      `json:"seq"`
+	Samples      int      `json:"samples"`
+	DurationMs   float64  `json:"durationMs"`
+	Text         string   `json:"text"`
+	FirstFrameMs *float64 `json:"firstFrameMs,omitempty"`
+}
+
+type synthComplete struct {
+	Type       string  `json:"type"` // utteranceComplete
+	Utterance  int     `json:"utterance"`
+	Chunks     int     `json:"chunks"`
+	DurationMs float64 `json:"durationMs"`
+}
+
+func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	engine := d.svc.Kokoro
+	if engine == nil {
+		WriteError(w, ErrNotWarm)
+		return
+	}
+	q := r.URL.Query()
+	voice := q.Get("voice")
+	if err := checkVoice(engine, voice); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if voice == "" {
+		voice = engine.DefaultVoice()
+	}
+	speed, err := parseSpeed(q.Get("speed"))
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	release, err := d.svc.Gate.Acquire()
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer release()
+	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer leave()
+	conn, err := acceptSpeaking(w, r, d.svc.cfg.AllowOrigins)
+	if err != nil {
+		return
+	}
+	device, provider := "cpu", "cpu"
+	if d.svc.Env != nil {
+		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
+	}
+	s := &synthSession{conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log)}
+	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
+		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
+		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,
+	})
+}
+
+// synthSession is one /v1/synthesize socket; run (the read loop) owns it and waits for the writer
+// and the drain watcher.
+type synthSession struct {
+	conn   *websocket.Conn
+	engine *kokoro.Engine
+	voice  string
+	speed  float32
+	w      *socketWriter
+
+	mu       sync.Mutex
+	speaking bool // an utterance is in flight
+	draining bool // shutdown began
+}
+
+func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready synthReady) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.w.run(ctx, cancel) }()
+	stopWatch := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() { defer watch.Done(); s.watchDrain(ctx, draining, stopWatch) }()
+
+	s.w.json(ctx, 0, ready)
+	for utterance := 0; ; utterance++ {
+		typ, data, tooLarge, err := readTextFrame(ctx, s.conn)
+		if err != nil {
+			if tooLarge {
+				s.w.json(ctx, 0, Frame(ErrTextTooLarge))
+				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name)
+			}
+			break
+		}
+		arrival := time.Now()
+		switch {
+		case tooLarge:
+			s.w.json(ctx, 0, Frame(ErrTextTooLarge))
+			continue
+		case typ == websocket.MessageBinary:
+			s.w.json(ctx, 0, Frame(ErrBinaryRefused))
+			continue
+		}
+		s.mu.Lock()
+		s.speaking = true
+		s.mu.Unlock()
+		s.speak(ctx, utterance, string(data), arrival)
+		s.mu.Lock()
+		s.speaking = false
+		stop := s.draining
+		s.mu.Unlock()
+		if stop {
+			s.w.closeWith(ctx, websocket.StatusGoingAway, "server shutting down")
+			break
+		}
+	}
+	close(stopWatch)
+	watch.Wait()
+	close(s.w.out)
+	wg.Wait()
+	s.conn.CloseNow()
+}
+
+// watchDrain closes an idle socket when shutdown begins; a busy one closes after its utterance.
+func (s *synthSession) watchDrain(ctx context.Context, draining <-chan struct{}, stop <-chan struct{}) {
+	select {
+	case <-draining:
+	case <-stop:
+		return
+	case <-ctx.Done():
+		return
+	}
+	s.mu.Lock()
+	s.draining = true
+	idle := !s.speaking
+	s.mu.Unlock()
+	if idle {
+		s.w.closeWith(ctx, websocket.StatusGoingAway, "server shutting down")
+	}
+}
+
+// speak says one utterance: a header and its PCM per sentence, then utteranceComplete.
+func (s *synthSession) speak(ctx context.Context, utterance int, text string, arrival time.Time) {
+	chunks, samples := 0, 0
+	err := s.engine.Speak(ctx, kokoro.Request{Text: text, Voice: s.voice, Speed: s.speed}, func(c kokoro.Chunk) error {
+		h := synthAudio{Type: "audio", Utterance: utterance, Seq: c.Index, Samples: len(c.PCM),
+			DurationMs: samplesMs(len(c.PCM)), Text: c.Text}
+		if chunks == 0 {
+			first := sinceMs(arrival)
+			h.FirstFrameMs = &first
+		}
+		if !s.w.json(ctx, 0, h) || !s.w.pcm(ctx, 0, c.PCM) {
+			return ctx.Err()
+		}
+		chunks++
+		samples += len(c.PCM)
+		return nil
+	})
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		s.w.json(ctx, 0, Frame(synthesisError(err)))
+		return
+	}
+	s.w.json(ctx, 0, synthComplete{Type: "utteranceComplete", Utterance: utterance, Chunks: chunks, DurationMs: samplesMs(samples)})
+}
