@@ -60,8 +60,10 @@ node-deps:
 test-short: build
 	$(GO) test -count=1 -short ./...
 
+# The Go benchmarks, then voiced-bench against a fixture-mounted server (scripts/bench.sh, < 2 min).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	scripts/bench.sh
 
 fuzz:
 	@for t in $$(grep -rl 'func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \

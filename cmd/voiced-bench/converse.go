@@ -1,0 +1,771 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+)
+
+// converseBench drives realtime conversations (beta dialect, server_vad, input transcription on)
+// with real speech, paced in 20 ms appends, silence streamed between turns as a microphone would.
+type converseBench struct {
+	c         *common
+	secret    []byte
+	jwt       string
+	silenceMs int
+	gap       time.Duration
+	utts      []utterance
+	seq       atomic.Int64
+	errors    errCounter
+}
+
+// event is one server event as the bench needs it, stamped on arrival.
+type event struct {
+	typ        string
+	at         time.Time
+	audioEndMs int64
+	text       string // transcript deltas, transcription text
+	status     string // response.done
+	errMsg     string
+}
+
+// turnResult is one answered turn's timing; zero times were not seen.
+type turnResult struct {
+	utt                                   utterance
+	trueEndMs                             int64 // session timeline
+	stop, stopped, transcribed, firstText time.Time
+	firstAudio, done                      time.Time
+	stopAudioEndMs                        int64
+	firstSentence                         string
+	status                                string
+	early                                 bool
+}
+
+func runConverse(ctx context.Context, args []string) error {
+	var c common
+	fs := flag.NewFlagSet("converse", flag.ContinueOnError)
+	c.register(fs)
+	secretFile := fs.String("jwt-secret-file", "", "the server's HS256 --jwt-secret-file: the bench mints principal JWTs (sub bench-N) with it")
+	jwtFlag := fs.String("jwt", "", "a principal JWT to use instead (else $VOICED_BENCH_JWT); every conversation is then one tenant")
+	turns := fs.Int("turns", 12, "answered turns for the latency figures (one conversation)")
+	silenceMs := fs.Int("silence-ms", 0, "turn_detection.silence_duration_ms (0: the server's default)")
+	gap := fs.Duration("gap", 300*time.Millisecond, "silence streamed after response.done before the next turn")
+	rampMax := fs.Int("ramp-max", 4, "conversations per core: raise concurrency 1, 2, 4 … up to this (0: skip)")
+	rampTurns := fs.Int("ramp-turns", 3, "turns per conversation at each concurrency level")
+	idle := fs.Int("idle", 16, "memory per idle conversation: open this many (0: skip)")
+	pid := fs.Int("pid", 0, "read the server's VmRSS from /proc/PID/status (default: /v1/speech/health processResidentBytes)")
+	calibrate := fs.Bool("calibrate", true, "time each clip's decode on /v1/transcribe and each first sentence on /v1/synthesize to estimate the server's own overhead")
+	var files stringList
+	fs.Var(&files, "audio", "a speech file (.pcm float32 LE 16 kHz, or .wav); repeatable. Default: $VOICED_SILERO_TESTFILES/*.pcm")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	if *turns < 1 || *turns > 1000 || *rampMax < 0 || *rampMax > 64 || *rampTurns < 1 || *rampTurns > 100 || *idle < 0 || *idle > 1000 {
+		return errors.New("-turns 1..1000, -ramp-max 0..64, -ramp-turns 1..100, -idle 0..1000")
+	}
+	b := &converseBench{c: &c, silenceMs: *silenceMs, gap: *gap}
+	switch {
+	case *secretFile != "":
+		s, err := os.ReadFile(*secretFile)
+		if err != nil {
+			return fmt.Errorf("-jwt-secret-file: %w", err)
+		}
+		b.secret = bytes.TrimRight(s, "\r\n")
+	case *jwtFlag != "":
+		b.jwt = *jwtFlag
+	case os.Getenv("VOICED_BENCH_JWT") != "":
+		b.jwt = os.Getenv("VOICED_BENCH_JWT")
+	default:
+		return errors.New("a principal is needed: -jwt-secret-file (the server's HS256 secret) or -jwt")
+	}
+	recs, err := loadRecordings(files, os.Getenv("VOICED_SILERO_TESTFILES"))
+	if err != nil {
+		return err
+	}
+	b.utts = splitUtterances(recs)
+	if len(b.utts) == 0 {
+		return errors.New("no utterance found in the speech files")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	start := time.Now()
+	r := newReport("converse", map[string]any{"turns": *turns, "utterances": len(b.utts), "silence-ms": *silenceMs,
+		"gap": gap.String(), "ramp-max": *rampMax, "ramp-turns": *rampTurns, "idle": *idle, "url": c.base.String()})
+
+	// 1. Memory per idle conversation, first, while the server's heap holds nothing of the
+	// later phases (Go keeps freed heap mapped: measured after them, new conversations would
+	// reuse it and look free).
+	if *idle > 0 {
+		if err := b.idleMemory(ctx, r, *idle, *pid); err != nil {
+			b.errors.add("idle memory", err)
+		}
+	}
+
+	// 2. Answer latency, one conversation, many turns; the server's own histograms alongside.
+	histBefore, histErr := b.histograms(ctx)
+	results, err := b.conversation(ctx, *turns)
+	if err != nil {
+		b.errors.add("latency conversation", err)
+	}
+	if histErr == nil {
+		if after, err := b.histograms(ctx); err == nil {
+			histDiff(r, histBefore, after)
+		}
+	} else {
+		r.Notes = append(r.Notes, "GET /metrics: "+histErr.Error())
+	}
+	if err := b.latency(ctx, r, results, *calibrate); err != nil {
+		return err
+	}
+
+	// 3. Conversations per core.
+	if *rampMax > 0 && ctx.Err() == nil {
+		b.ramp(ctx, r, *rampMax, *rampTurns)
+	}
+	r.WallS = time.Since(start).Seconds()
+	b.errors.into(r)
+	return r.write(&c)
+}
+
+// latency summarises one conversation's turns into r.
+func (b *converseBench) latency(ctx context.Context, r *Report, results []turnResult, calibrate bool) error {
+	total := &Series{Name: "answer: speaker stops → first audio delta", Unit: "ms",
+		Note: "from when the append holding the last speech sample was sent (true end found by frame energy, 20 ms bound)"}
+	turnWait := &Series{Name: "  turn wait (speech_stopped arrives)", Unit: "ms", Note: "true end of speech → speech_stopped received (silence_duration_ms is most of it)"}
+	turnAudio := &Series{Name: "  speech_stopped audio_end_ms − true end", Unit: "ms", Note: "where the server put the end, on the audio clock; OpenAI's audio_end_ms includes silence_duration_ms"}
+	decode := &Series{Name: "  final decode (→ transcription.completed)", Unit: "ms", Note: "speech_stopped → input transcription completed: commit, resample, Whisper"}
+	mindFirst := &Series{Name: "  mind first sentence (→ transcript delta)", Unit: "ms",
+		Note: "transcription.completed → first response.audio_transcript.delta: the mind's tokens up to the first sentence end (echo mind: no model), the chunker"}
+	synth := &Series{Name: "  first audio frame (→ audio delta)", Unit: "ms", Note: "first transcript delta → first audio delta: Kokoro on the first sentence, encode, send"}
+	overhead := &Series{Name: "  own overhead (estimate)", Unit: "ms",
+		Note: "answer − turn wait − the clip's Whisper decodeMs (/v1/transcribe final) − the first sentence's firstFrameMs (/v1/synthesize), both timed alone on the same server"}
+	doneS := &Series{Name: "speaker stops → response.done", Unit: "ms"}
+	var whisperMs map[string]float64
+	var kokoroMs map[string]float64
+	if calibrate && len(results) > 0 {
+		whisperMs, kokoroMs = b.calibrate(ctx, results)
+	}
+	early := 0
+	for _, t := range results {
+		if t.firstAudio.IsZero() || t.stopped.IsZero() {
+			continue
+		}
+		if t.early {
+			early++ // the server ended the turn inside the utterance: the split is not this turn's
+			continue
+		}
+		ans := t.firstAudio.Sub(t.stop)
+		total.AddDuration(ans)
+		turnWait.AddDuration(t.stopped.Sub(t.stop))
+		turnAudio.Add(float64(t.stopAudioEndMs - t.trueEndMs))
+		if !t.transcribed.IsZero() {
+			decode.AddDuration(t.transcribed.Sub(t.stopped))
+			if !t.firstText.IsZero() {
+				mindFirst.AddDuration(t.firstText.Sub(t.transcribed))
+			}
+		}
+		if !t.firstText.IsZero() {
+			synth.AddDuration(t.firstAudio.Sub(t.firstText))
+		}
+		if !t.done.IsZero() {
+			doneS.AddDuration(t.done.Sub(t.stop))
+		}
+		w, okW := whisperMs[t.utt.name]
+		k, okK := kokoroMs[t.firstSentence]
+		if okW && okK {
+			overhead.Add(ms(ans) - ms(t.stopped.Sub(t.stop)) - w - k)
+		}
+	}
+	if early > 0 {
+		r.Values["turns ended early by the server (excluded)"] = float64(early)
+	}
+	r.Values["turns answered"] = float64(total.N())
+	r.Values["turns tried"] = float64(len(results))
+	return r.add(total, turnWait, turnAudio, decode, mindFirst, synth, overhead, doneS)
+}
+
+// calibrate times each clip's Whisper pass through /v1/transcribe (fast, the final's decodeMs,
+// best of 3) and each first sentence through /v1/synthesize (firstFrameMs, best of 3).
+func (b *converseBench) calibrate(ctx context.Context, results []turnResult) (map[string]float64, map[string]float64) {
+	w, k := map[string]float64{}, map[string]float64{}
+	for _, t := range results {
+		if _, ok := w[t.utt.name]; !ok {
+			// What the conversation decodes: prefix padding, the speech, and the silence up to the stop.
+			pcm := append([]float32(nil), t.utt.pcm...)
+			if extra := int(t.stopAudioEndMs-t.trueEndMs) * rate16k / 1000; extra > 0 {
+				pcm = append(pcm, make([]float32, extra)...)
+			}
+			if v, err := b.whisperOnce(ctx, pcm); err == nil {
+				w[t.utt.name] = v
+			} else {
+				b.errors.add("calibrate transcribe", err)
+			}
+		}
+		if _, ok := k[t.firstSentence]; !ok && t.firstSentence != "" {
+			if v, err := b.kokoroOnce(ctx, t.firstSentence); err == nil {
+				k[t.firstSentence] = v
+			} else {
+				b.errors.add("calibrate synthesize", err)
+			}
+		}
+	}
+	return w, k
+}
+
+func (b *converseBench) whisperOnce(ctx context.Context, pcm []float32) (float64, error) {
+	best := -1.0
+	for range 3 {
+		conn, _, err := websocket.Dial(ctx, b.c.ws("/v1/transcribe"), &websocket.DialOptions{HTTPHeader: b.c.authHeader()})
+		if err != nil {
+			return 0, err
+		}
+		err = func() error {
+			defer conn.CloseNow()
+			if err := conn.Write(ctx, websocket.MessageBinary, pcm16Bytes(pcm)); err != nil {
+				return err
+			}
+			if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"end"}`)); err != nil {
+				return err
+			}
+			for {
+				var d transcribeDelta
+				if err := readJSON(ctx, conn, &d); err != nil {
+					return err
+				}
+				if d.Type == "error" {
+					return fmt.Errorf("%s: %s", d.Name, d.Message)
+				}
+				if d.Type == "delta" && d.Kind == "final" {
+					if best < 0 || d.DecodeMs < best {
+						best = d.DecodeMs
+					}
+					return nil
+				}
+			}
+		}()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return best, nil
+}
+
+func (b *converseBench) kokoroOnce(ctx context.Context, text string) (float64, error) {
+	conn, _, err := websocket.Dial(ctx, b.c.ws("/v1/synthesize"), &websocket.DialOptions{HTTPHeader: b.c.authHeader()})
+	if err != nil {
+		return 0, err
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(64 << 20)
+	best := -1.0
+	for range 3 {
+		if err := conn.Write(ctx, websocket.MessageText, []byte(text)); err != nil {
+			return 0, err
+		}
+		for done := false; !done; {
+			var f synthFrame
+			if err := readJSON(ctx, conn, &f); err != nil {
+				return 0, err
+			}
+			switch f.Type {
+			case "error":
+				return 0, fmt.Errorf("%s: %s", f.Name, f.Message)
+			case "audio":
+				if f.FirstFrameMs != nil && (best < 0 || *f.FirstFrameMs < best) {
+					best = *f.FirstFrameMs
+				}
+			case "utteranceComplete":
+				done = true
+			}
+		}
+	}
+	return best, nil
+}
+
+// ramp raises the number of concurrent conversations until the answer latency p95 doubles.
+func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int) {
+	base := -1.0
+	best := 0
+	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
+		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
+		after := &Series{Name: fmt.Sprintf("  after speech_stopped, %d concurrent", conc), Unit: "ms"}
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		for range conc {
+			wg.Go(func() {
+				res, err := b.conversation(ctx, turns)
+				if err != nil {
+					if strings.Contains(err.Error(), "429") {
+						refused.Add(1)
+					} else {
+						b.errors.add(fmt.Sprintf("ramp %d", conc), err)
+					}
+				}
+				for _, t := range res {
+					if !t.firstAudio.IsZero() && !t.stopped.IsZero() && !t.early {
+						s.AddDuration(t.firstAudio.Sub(t.stop))
+						after.AddDuration(t.firstAudio.Sub(t.stopped))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		r.add(s, after)
+		if n := refused.Load(); n > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("at %d concurrent the server refused %d conversations (429: --max-conversations / --max-per-tenant): the ramp stops there", conc, n))
+			break
+		}
+		sum, _ := Summarize(s.Samples())
+		if sum.N == 0 {
+			break
+		}
+		if base < 0 {
+			base = sum.P95
+		}
+		if sum.P95 >= 2*base {
+			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 doubled at %d concurrent (%.0f ms vs %.0f ms alone)", conc, sum.P95, base))
+			break
+		}
+		best = conc
+		if conc*2 > maxConc {
+			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 had not doubled at %d concurrent, the most tried: the capacity is at least that", conc))
+		}
+	}
+	r.Values["conversations before answer p95 doubles (max tried that held)"] = float64(best)
+	r.Values["  per core of this machine (bench client on the same cores)"] = float64(best) / float64(runtime.NumCPU())
+}
+
+// idleMemory opens k conversations that say nothing and reads the server's resident bytes.
+func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) error {
+	before, err := b.rss(ctx, pid)
+	if err != nil {
+		return err
+	}
+	var conns []*websocket.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close(websocket.StatusNormalClosure, "")
+		}
+	}()
+	for i := range k {
+		conn, err := b.open(ctx)
+		if err != nil {
+			if i == 0 {
+				return err
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("idle: only %d conversations opened (%v)", i, err))
+			break
+		}
+		conns = append(conns, conn)
+		if err := b.configure(ctx, conn); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Second) // let the conversations' goroutines and buffers settle before reading VmRSS
+	after, err := b.rss(ctx, pid)
+	if err != nil {
+		return err
+	}
+	src := "/v1/speech/health processResidentBytes"
+	if pid > 0 {
+		src = fmt.Sprintf("/proc/%d/status VmRSS", pid)
+	}
+	r.Values["idle conversations open"] = float64(len(conns))
+	r.Values["server resident MiB before idle"] = float64(before) / (1 << 20)
+	r.Values["server resident MiB with them"] = float64(after) / (1 << 20)
+	if len(conns) > 0 {
+		r.Values["KiB per idle conversation"] = float64(after-before) / float64(len(conns)) / 1024
+	}
+	r.Notes = append(r.Notes, "resident bytes from "+src+"; the delta includes heap the Go runtime had not returned from the earlier phases, so small values are noise")
+	return nil
+}
+
+func (b *converseBench) rss(ctx context.Context, pid int) (int64, error) {
+	if pid > 0 {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				return kb * 1024, err
+			}
+		}
+		return 0, errors.New("no VmRSS line")
+	}
+	var h struct {
+		ProcessResidentBytes int64 `json:"processResidentBytes"`
+	}
+	if err := b.c.getJSON(ctx, "/v1/speech/health", &h); err != nil {
+		return 0, err
+	}
+	return h.ProcessResidentBytes, nil
+}
+
+// principal is the JWT for the next conversation: a fresh subject each, so per-tenant caps do
+// not cut the ramp, unless a fixed -jwt was given.
+func (b *converseBench) principal() (string, error) {
+	if b.jwt != "" {
+		return b.jwt, nil
+	}
+	tok, err := jwt.NewBuilder().Subject(fmt.Sprintf("bench-%d", b.seq.Add(1))).
+		IssuedAt(time.Now()).Expiration(time.Now().Add(10 * time.Minute)).Build()
+	if err != nil {
+		return "", err
+	}
+	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256, b.secret))
+	return string(signed), err
+}
+
+// open mints a ticket (POST /v1/voice/session) and opens WS /v1/voice with it, beta dialect.
+func (b *converseBench) open(ctx context.Context) (*websocket.Conn, error) {
+	p, err := b.principal()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.c.http("/v1/voice/session"), strings.NewReader(`{}`))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+p)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: %w", err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("ticket: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	var t struct {
+		Ticket string `json:"ticket"`
+	}
+	if err := json.Unmarshal(body, &t); err != nil || t.Ticket == "" {
+		return nil, fmt.Errorf("ticket: no ticket in %s", body)
+	}
+	h := http.Header{}
+	h.Set("OpenAI-Beta", "realtime=v1")
+	conn, resp, err := websocket.Dial(ctx, b.c.ws("/v1/voice?ticket="+t.Ticket), &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("dial /v1/voice: %s", resp.Status)
+		}
+		return nil, fmt.Errorf("dial /v1/voice: %w", err)
+	}
+	conn.SetReadLimit(16 << 20)
+	return conn, nil
+}
+
+// configure sends the session.update (server_vad, input transcription on) and waits for
+// session.updated.
+func (b *converseBench) configure(ctx context.Context, conn *websocket.Conn) error {
+	td := map[string]any{"type": "server_vad"}
+	if b.silenceMs > 0 {
+		td["silence_duration_ms"] = b.silenceMs
+	}
+	upd, _ := json.Marshal(map[string]any{"type": "session.update", "session": map[string]any{
+		"input_audio_format": "pcm16", "output_audio_format": "pcm16",
+		"input_audio_transcription": map[string]any{"model": "whisper-1"},
+		"turn_detection":            td,
+	}})
+	if err := conn.Write(ctx, websocket.MessageText, upd); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		var ev struct {
+			Type  string `json:"type"`
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := readJSON(cctx, conn, &ev); err != nil {
+			return fmt.Errorf("waiting for session.updated: %w", err)
+		}
+		switch ev.Type {
+		case "session.updated":
+			return nil
+		case "error":
+			return fmt.Errorf("session.update refused: %s", ev.Error.Message)
+		}
+	}
+}
+
+// appendFrame is one paced 20 ms append.
+func appendFrame(pcm24k []float32) []byte {
+	b, _ := json.Marshal(map[string]string{"type": "input_audio_buffer.append",
+		"audio": base64.StdEncoding.EncodeToString(pcm16Bytes(pcm24k))})
+	return b
+}
+
+// conversation opens one conversation and speaks turns utterances into it, one after another.
+func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResult, error) {
+	conn, err := b.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	events := make(chan event, 1024)
+	var reader sync.WaitGroup
+	defer func() { conn.CloseNow(); reader.Wait() }()
+	if err := b.configure(ctx, conn); err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	reader.Go(func() {
+		defer close(events)
+		for {
+			_, data, err := conn.Read(rctx)
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			var ev struct {
+				Type       string `json:"type"`
+				AudioEndMs int64  `json:"audio_end_ms"`
+				Delta      string `json:"delta"`
+				Transcript string `json:"transcript"`
+				Response   struct {
+					Status string `json:"status"`
+				} `json:"response"`
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(data, &ev) != nil {
+				continue
+			}
+			e := event{typ: ev.Type, at: at, audioEndMs: ev.AudioEndMs, status: ev.Response.Status, errMsg: ev.Error.Message}
+			switch ev.Type {
+			case "response.audio_transcript.delta", "response.output_audio_transcript.delta":
+				e.text = ev.Delta
+			case "conversation.item.input_audio_transcription.completed":
+				e.text = ev.Transcript
+			case "response.audio.delta", "response.output_audio.delta":
+				e.typ = "audio.delta"
+			}
+			select {
+			case events <- e:
+			case <-rctx.Done():
+				return
+			}
+		}
+	})
+
+	silence := appendFrame(make([]float32, rate24k*frameMs/1000))
+	clock := time.Now()
+	var sent int64 // frames sent: the session's audio clock is sent × 20 ms
+	next := func() error {
+		if wait := time.Until(clock.Add(time.Duration(sent*frameMs) * time.Millisecond)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	var results []turnResult
+	for i := range turns {
+		u := b.utts[i%len(b.utts)]
+		pcm := to24k(u.pcm)
+		const fl = rate24k * frameMs / 1000
+		var frames [][]byte
+		for at := 0; at < len(pcm); at += fl {
+			chunk := pcm[at:min(at+fl, len(pcm))]
+			if len(chunk) < fl {
+				chunk = append(chunk, make([]float32, fl-len(chunk))...)
+			}
+			frames = append(frames, appendFrame(chunk))
+		}
+		endFrame := (u.end*rate24k/rate16k + fl - 1) / fl // frames up to and holding the last speech sample
+		t := turnResult{utt: u, trueEndMs: sent*frameMs + int64(u.end)*1000/rate16k}
+		var doneAt time.Time
+		deadline := time.Time{}
+		for k := 0; ; k++ {
+			if err := next(); err != nil {
+				return results, err
+			}
+			frame := silence
+			if k < len(frames) {
+				frame = frames[k]
+			}
+			if err := conn.Write(ctx, websocket.MessageText, frame); err != nil {
+				return results, fmt.Errorf("append: %w", err)
+			}
+			sent++
+			if k == endFrame-1 {
+				t.stop = time.Now()
+				deadline = t.stop.Add(20 * time.Second)
+			}
+		drain:
+			for {
+				select {
+				case e, ok := <-events:
+					if !ok {
+						return results, errors.New("the server closed the conversation")
+					}
+					b.note(&t, e)
+					if e.typ == "response.done" && !t.stop.IsZero() && doneAt.IsZero() {
+						doneAt = e.at
+					}
+				default:
+					break drain
+				}
+			}
+			if !doneAt.IsZero() && time.Since(doneAt) >= b.gap && k >= len(frames) {
+				break
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				b.errors.add("no answer within 20 s of the end of speech", nil)
+				break
+			}
+		}
+		results = append(results, t)
+	}
+	conn.Close(websocket.StatusNormalClosure, "")
+	return results, nil
+}
+
+// note records the first of each event of the turn; before the end of speech only
+// speech_stopped matters (an early end is reported as such).
+func (b *converseBench) note(t *turnResult, e event) {
+	switch e.typ {
+	case "input_audio_buffer.speech_stopped":
+		if t.stop.IsZero() {
+			t.early = true // the server ended the turn inside the utterance
+		}
+		if t.stopped.IsZero() {
+			t.stopped, t.stopAudioEndMs = e.at, e.audioEndMs
+		}
+	case "conversation.item.input_audio_transcription.completed":
+		if t.transcribed.IsZero() && !t.stopped.IsZero() {
+			t.transcribed = e.at
+		}
+	case "response.audio_transcript.delta", "response.output_audio_transcript.delta":
+		if t.firstText.IsZero() && !t.stopped.IsZero() {
+			t.firstText, t.firstSentence = e.at, strings.TrimSpace(e.text)
+		}
+	case "audio.delta":
+		if t.firstAudio.IsZero() && !t.stopped.IsZero() {
+			t.firstAudio = e.at
+		}
+	case "response.done":
+		if t.done.IsZero() && !t.stopped.IsZero() {
+			t.done, t.status = e.at, e.status
+		}
+	case "error":
+		b.errors.add("server error event", errors.New(e.errMsg))
+	}
+}
+
+// histogram is one Prometheus histogram series' sum and count.
+type histogram struct{ sum, count float64 }
+
+// histograms reads every histogram series on GET /metrics (text format), keyed by name{labels}.
+func (b *converseBench) histograms(ctx context.Context) (map[string]histogram, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.c.http("/metrics"), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = b.c.authHeader()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(resp.Status)
+	}
+	return parseHistograms(resp.Body)
+}
+
+func parseHistograms(r io.Reader) (map[string]histogram, error) {
+	hist := map[string]bool{}
+	out := map[string]histogram{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && f[3] == "histogram" {
+			hist[f[2]] = true
+			continue
+		}
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		series, val := line[:sp], line[sp+1:]
+		name, labels, _ := strings.Cut(series, "{")
+		if labels != "" {
+			labels = "{" + labels
+		}
+		var field string
+		switch {
+		case strings.HasSuffix(name, "_sum") && hist[strings.TrimSuffix(name, "_sum")]:
+			name, field = strings.TrimSuffix(name, "_sum"), "sum"
+		case strings.HasSuffix(name, "_count") && hist[strings.TrimSuffix(name, "_count")]:
+			name, field = strings.TrimSuffix(name, "_count"), "count"
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		h := out[name+labels]
+		if field == "sum" {
+			h.sum = v
+		} else {
+			h.count = v
+		}
+		out[name+labels] = h
+	}
+	return out, sc.Err()
+}
+
+// histDiff reports each histogram's mean over the phase (Δsum/Δcount).
+func histDiff(r *Report, before, after map[string]histogram) {
+	n := 0
+	for k, a := range after {
+		b := before[k]
+		if dc := a.count - b.count; dc > 0 {
+			mean := (a.sum - b.sum) / dc
+			unit := ""
+			if strings.Contains(k, "_seconds") {
+				mean, unit = mean*1000, " ms"
+			}
+			r.Values[fmt.Sprintf("server /metrics %s mean%s (n=%.0f)", k, unit, dc)] = mean
+			n++
+		}
+	}
+	if n == 0 {
+		r.Notes = append(r.Notes, "GET /metrics has no histogram that moved during the latency turns: the stage split above is from event arrival times only")
+	}
+}
