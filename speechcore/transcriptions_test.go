@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"math"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,6 +65,7 @@ func TestTranscriptionsFormats(t *testing.T) {
 		"wav 24 kHz mono, text":             {wavBytes(pcm24k, 24000, 1), "text", "text/plain; charset=utf-8"},
 		"wav 48 kHz stereo, verbose_json":   {wavBytes(pcm48k, 48000, 2), "verbose_json", "application/json"},
 		"raw PCM16 16 kHz (not RIFF), json": {audio.Float32ToPCM16(pcm16k), "json", "application/json"},
+		"wav 44.1 kHz stereo, json":         {wavBytes(audio.Resample(pcm24k, 24000, 44100), 44100, 2), "json", "application/json"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -97,6 +101,28 @@ func TestTranscriptionsFormats(t *testing.T) {
 				t.Errorf("text %q, want %q", text, phonemes)
 			}
 		})
+	}
+}
+
+// TestTranscriptionsRealWAV reads whisper.cpp's jfk.wav (a real file, 16 kHz mono s16). The
+// fixture Whisper makes deterministic nonsense of real speech; the file must parse and decode.
+func TestTranscriptionsRealWAV(t *testing.T) {
+	dir := os.Getenv("VOICED_SHARED_DATA")
+	if dir == "" {
+		t.Skip("VOICED_SHARED_DATA unset: the reference recording is not available")
+	}
+	wav, err := os.ReadFile(filepath.Join(dir, "whisper", "jfk.wav"))
+	if os.IsNotExist(err) {
+		t.Skip("jfk.wav absent: skipping the real-file check")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHearingServer(t, Config{})
+	resp, body := postTranscription(t, h, wav, map[string]string{"response_format": "verbose_json"})
+	var v verboseTranscription
+	if resp.StatusCode != 200 || json.Unmarshal(body, &v) != nil || math.Abs(v.Duration-11) > 0.1 {
+		t.Fatalf("%d %.300s", resp.StatusCode, body)
 	}
 }
 
