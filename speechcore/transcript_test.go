@@ -107,6 +107,28 @@ func TestTranscriptPushesAndClose(t *testing.T) {
 			want = append(want, s)
 		}
 	}
+	// Behind the acks, the first utterance is committed (a second of later speech follows its
+	// pause) and its audio freed: the window holds only what came after it.
+	h.transcripts.mu.Lock()
+	tr := h.transcripts.sessions[id]
+	h.transcripts.mu.Unlock()
+	later := 0
+	for _, u := range utterances[1:] {
+		later += len(u)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		tr.mu.Lock()
+		committed, window := len(tr.committed), len(tr.window)
+		tr.mu.Unlock()
+		if committed >= 1 && window == later {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not committed: %d pieces, window %d samples (want %d after the first utterance)", committed, window, later)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	status, done := c.do("DELETE", "/v1/audio/transcript/"+id, nil)
 	if status != 200 || done["text"] != strings.Join(want, " ") || done["duration"] != 0.0 {
 		t.Fatalf("close: %d %v, want text %q", status, done, strings.Join(want, " "))
