@@ -196,26 +196,30 @@ func TestQuotaClosesSession(t *testing.T) {
 	c.send(textItem(longText(40)))
 	c.send(map[string]any{"type": "response.create"})
 
+	// Read until the reply ends (response.done) or the server closes the socket.
 	var evs []rtEvent
-	var ended bool
-	for !ended {
+	closed := false
+	for {
 		ev, ok := c.next(60 * time.Second)
 		if !ok {
-			ended = true // the server closed the socket
+			closed = true
 			break
 		}
 		evs = append(evs, ev)
 		if ev.Type == "error" {
 			t.Logf("quota error event: %s", ev.Raw)
 		}
+		if ev.Type == "response.done" {
+			break
+		}
 	}
 	received := float64(len(replyAudio(t, evs))) / 24000
-	t.Logf("received %.2f s of reply before the close; last events %v", received, types(evs[max(0, len(evs)-6):]))
+	t.Logf("received %.2f s of reply; socket closed by the server: %v; last events %v", received, closed, types(evs[max(0, len(evs)-6):]))
 	if received > quota+1 {
-		t.Errorf("the reply ran %.2f s past a %.0f s quota, want the session closed within a second of it", received, quota)
+		t.Errorf("a %.0f s quota let one reply run %.2f s: the quota must close the session within a second of it", quota, received)
 	}
 	if received < quota-1 {
-		t.Errorf("the session closed after %.2f s of a %.0f s quota: too early", received, quota)
+		t.Errorf("the session stopped after %.2f s of a %.0f s quota: too early", received, quota)
 	}
 	_, spoken := s.usageOf(t, user)
 	if spoken > quota+1 {

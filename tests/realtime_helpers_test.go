@@ -50,11 +50,16 @@ func espeakSpeech(t testing.TB, text string) []int16 {
 	if err != nil {
 		t.Skip("espeak-ng is not installed (scripts/install-deps.sh installs it)")
 	}
-	out, err := exec.Command(bin, "--stdout", "-v", "en-us", text).Output()
-	if err != nil {
-		t.Fatalf("espeak-ng: %v", err)
+	// -w, not --stdout: the piped WAV declares a streaming (0x7ffff000) data size.
+	file := filepath.Join(t.TempDir(), "espeak.wav")
+	if out, err := exec.Command(bin, "-v", "en-us", "-w", file, text).CombinedOutput(); err != nil {
+		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
-	pcm, rate, err := audio.DecodeWAVBytes(out)
+	wav, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, rate, err := audio.DecodeWAVBytes(wav)
 	if err != nil {
 		t.Fatalf("espeak-ng WAV: %v", err)
 	}
@@ -357,6 +362,25 @@ func (c *rtConn) until(typ string, pred func(rtEvent) bool) []rtEvent {
 		if ev.Type == typ && (pred == nil || pred(ev)) {
 			return got
 		}
+	}
+}
+
+// untilCompleted reads through response.done events until one whose status is completed (server_vad
+// may cancel earlier responses when the recording pauses and resumes: that is barge-in) and
+// returns the events from that response's response.created on.
+func (c *rtConn) untilCompleted() []rtEvent {
+	c.t.Helper()
+	for {
+		evs := c.until("response.done", nil)
+		if evs[len(evs)-1].str("response", "status") != "completed" {
+			continue
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type == "response.created" {
+				return evs[i:]
+			}
+		}
+		return evs
 	}
 }
 

@@ -38,15 +38,20 @@ await waitFor((e) => e.type === 'session.updated');
 
 async function turn(name, start) {
   let audio = 0, transcript = '';
+  let cancelled = 0;
   const onEvent = (ev) => {
+    // server_vad may end a turn at a pause in the recording and cancel that reply when the
+    // speech resumes (barge-in): the turn's answer is the response that completes.
+    if (ev.type === 'response.created') { audio = 0; transcript = ''; }
+    if (ev.type === 'response.done' && ev.response.status !== 'completed') cancelled++;
     if (ev.type === 'response.output_audio.delta') audio += Buffer.from(ev.delta, 'base64').length / 2;
     if (ev.type === 'response.output_audio_transcript.delta') transcript += ev.delta;
   };
   rt.on('event', onEvent);
   start();
-  const done = await waitFor((e) => e.type === 'response.done');
+  const done = await waitFor((e) => e.type === 'response.done' && e.response.status === 'completed');
   rt.off('event', onEvent);
-  console.log(JSON.stringify({ turn: name, status: done.response.status, samples: audio, transcript }));
+  console.log(JSON.stringify({ turn: name, status: done.response.status, samples: audio, transcript, cancelled }));
 }
 
 await turn('text', () => {
