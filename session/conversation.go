@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,7 @@ type conversation struct {
 	floorBase   int64 // timeline sample (16 kHz) of the floor's first push
 	squelch     Squelch
 	speechItem  string // the user item named by speech_started, until committed
+	partials    partials
 	idle        *time.Timer
 
 	// Shared with workers, under mu.
@@ -86,16 +88,25 @@ func newConversation(s *Server, conn *websocket.Conn, g Grant, d wire.Dialect, m
 
 // run is the read loop. It returns when the client closes, the session ends, or ctx is done.
 func (c *conversation) run(parent context.Context) {
-	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(parent))
+	c.ctx, c.cancel = context.WithCancel(parent)
 	var writer, meter sync.WaitGroup
 	writer.Go(c.writeLoop)
 	meter.Go(c.meterLoop)
+	if t := c.srv.cfg.Sockets; t != nil {
+		meter.Go(func() { c.drainOn(t.Draining()) })
+	}
 	defer func() {
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
 		writer.Wait()
 		meter.Wait()
 		c.conn.Close(websocket.StatusNormalClosure, "")
+		if c.floor != nil {
+			c.floor.Close()
+		}
+		if cl, ok := c.squelch.(io.Closer); ok {
+			cl.Close()
+		}
 	}()
 
 	if err := c.start(); err != nil {
@@ -153,9 +164,13 @@ func (c *conversation) configure() error {
 	if err := c.input.setFormat(c.sess.InputFormat); err != nil {
 		return err
 	}
-	c.floor = nil
+	if c.floor != nil {
+		c.floor.Close()
+		c.floor = nil
+	}
+	c.partials.reset()
 	if c.sess.TurnDetection.Type != wire.TurnNone && c.engines.NewFloor != nil {
-		f, err := c.engines.NewFloor(c.sess.TurnDetection)
+		f, err := c.engines.NewFloor(c.sess.TurnDetection, c.partials.Partial)
 		if err != nil {
 			return fmt.Errorf("turn detection: %w", err)
 		}
@@ -180,6 +195,27 @@ func (c *conversation) fail(err error) {
 		we = wire.ErrServer("the conversation could not start: see the server log", "")
 	}
 	c.closeWith(we, websocket.StatusInternalError, "server error")
+}
+
+// drainOn closes the conversation when the server drains: the reply in flight finishes first.
+func (c *conversation) drainOn(draining <-chan struct{}) {
+	select {
+	case <-draining:
+	case <-c.ctx.Done():
+		return
+	}
+	c.mu.Lock()
+	active := c.active
+	c.mu.Unlock()
+	if active != nil {
+		select {
+		case <-active.done:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+	c.closeWith(&wire.Error{Type: wire.TypeServer, Code: codeShuttingDown, Message: "The server is shutting down."},
+		websocket.StatusGoingAway, "server shutting down")
 }
 
 // ---- the writer ----
@@ -256,23 +292,24 @@ func (c *conversation) meterLoop() {
 		select {
 		case <-c.ctx.Done():
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			c.flushMeter(ctx)
+			c.flushMeter(ctx, true)
 			cancel()
 			return
 		case <-tick.C:
+			c.flushMeter(c.ctx, false)
 		case <-c.meterKick:
+			c.flushMeter(c.ctx, true)
 		}
-		c.flushMeter(c.ctx)
 	}
 }
 
-func (c *conversation) flushMeter(ctx context.Context) {
+func (c *conversation) flushMeter(ctx context.Context, turnEnded bool) {
 	heard := c.heardSamples.Swap(0)
 	spoken := c.spokenSamples.Swap(0)
-	if c.engines.Meter == nil || (heard == 0 && spoken == 0) {
+	if c.engines.Meter == nil || (heard == 0 && spoken == 0 && !turnEnded) {
 		return
 	}
-	u := Usage{Subject: c.grant.Principal.Subject, Org: c.grant.Principal.Org,
+	u := Usage{Subject: c.grant.Principal.Subject, Org: c.grant.Principal.Org, TurnEnded: turnEnded,
 		Heard: audio.Duration(int(heard), 16000), Spoken: audio.Duration(int(spoken), 24000)}
 	if err := c.engines.Meter.Record(ctx, u); err != nil {
 		c.log.Error("meter record failed", "err", err, "subject", u.Subject)
@@ -285,4 +322,47 @@ func (c *conversation) turnEnded() {
 	case c.meterKick <- struct{}{}:
 	default:
 	}
+}
+
+// partials keeps the latest partial transcript of the turn in progress for semantic_vad: the read
+// loop starts a decode of the open turn's audio on a worker each time half a second more has
+// arrived and none is running; Partial returns whatever text is in hand, at once.
+type partials struct {
+	text    atomic.Pointer[string]
+	busy    atomic.Bool
+	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
+	decoded int          // samples of the turn the last decode started with (read loop)
+}
+
+// partialCadence is the new audio (16 kHz samples) that starts another partial decode.
+const partialCadence = hearRate / 2
+
+// Partial returns the latest partial transcript ("" when none yet).
+func (p *partials) Partial() string {
+	if t := p.text.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
+
+func (p *partials) reset() {
+	p.gen.Add(1)
+	p.text.Store(nil)
+	p.decoded = 0
+}
+
+func (p *partials) maybeDecode(c *conversation, pcm []float32) {
+	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence || !p.busy.CompareAndSwap(false, true) {
+		return
+	}
+	p.decoded = len(pcm)
+	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-30*hearRate):]...)
+	gen := p.gen.Load()
+	c.work.Go(func() {
+		defer p.busy.Store(false)
+		text, err := c.engines.Ears.Transcribe(c.ctx, snapshot)
+		if err == nil && p.gen.Load() == gen {
+			p.text.Store(&text)
+		}
+	})
 }

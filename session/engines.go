@@ -23,22 +23,30 @@ type Voice interface {
 	Speak(ctx context.Context, text, voice string, speed float64, emit func(pcm24k []int16) error) error
 }
 
-// Floor decides who holds the floor from the user's audio. Push is called on the read loop with
-// each append's audio (16 kHz) before that audio is handed on; it must not wait on a network.
+// Floor decides who holds the floor from the user's audio (turn.Hush, turn.Semantic behind an
+// adapter). Push is called on the read loop with each append's audio (16 kHz) before that audio
+// is handed on; it must not wait on a network. Reset forgets a turn in progress (a manual commit,
+// input_audio_buffer.clear); Close releases the model state.
 type Floor interface {
-	Push(pcm16k []float32) (FloorEvent, error)
+	Push(pcm16k []float32) ([]FloorEvent, error)
+	Reset()
+	Close() error
 }
 
-// FloorEvent is what one Push found. Sample positions count 16 kHz samples from the floor's first
-// Push; StartSample already includes the configured prefix padding.
+// FloorEvent is one change of the floor found by a Push. Sample counts 16 kHz samples from the
+// floor's first Push: for a start, where the turn's audio begins (prefix padding included); for
+// a stop, where the turn ends.
 type FloorEvent struct {
-	Started     bool // the user took the floor (speech started)
-	StartSample int64
-	Stopped     bool // the user yielded it (end of turn)
-	EndSample   int64
+	Stopped bool // false: the user took the floor (speech started); true: they yielded it
+	Sample  int64
 }
+
+// Partial gives the latest partial transcript of the turn in progress, at once (semantic_vad
+// reads it on every quiet window).
+type Partial func() string
 
 // Squelch passes speech and drops silence; what passes is what a speaker is billed for as heard.
+// When it is also an io.Closer it is closed with the conversation.
 type Squelch interface {
 	Push(pcm16k []float32) ([]float32, error)
 }
@@ -55,6 +63,9 @@ type Usage struct {
 	Subject, Org string
 	Heard        time.Duration // user audio past the squelch
 	Spoken       time.Duration // reply audio sent
+	// TurnEnded marks the record made at a turn's end (a commit, a response.done): a durable
+	// meter writes it now rather than at its next tick.
+	TurnEnded bool
 }
 
 // Engines are what conversations run with. Mind defaults to mind.Echo; a nil Ears, Voice,
@@ -65,11 +76,16 @@ type Engines struct {
 	Voice      Voice
 	Mind       mind.Mind
 	Meter      Meter
-	NewFloor   func(wire.TurnDetection) (Floor, error)
+	// NewFloor makes the turn detector for a session's turn_detection (never TurnNone); partial
+	// is what semantic_vad reads.
+	NewFloor   func(td wire.TurnDetection, partial Partial) (Floor, error)
 	NewSquelch func() (Squelch, error)
 	// Ready, when set, is asked before each upgrade: a non-nil error (a *speechcore.Refusal such
 	// as speech_not_warm) refuses the socket.
 	Ready func() error
+	// Admit, when set, is asked after the credential is verified and before the upgrade (a quota
+	// check): a non-nil error (a *speechcore.Refusal) refuses the socket.
+	Admit func(ctx context.Context, p Principal) error
 }
 
 func (e Engines) ready() error {

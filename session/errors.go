@@ -39,4 +39,5 @@ var (
 const (
 	codeTranscriptionFailed = "transcription_failed"
 	codeResponseFailed      = "response_failed"
+	codeShuttingDown        = "server_shutting_down"
 )

@@ -24,9 +24,11 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			return
 		}
 		raw, pcm := c.input.takeAll()
+		c.resetFloor()
 		c.commit(c.takeSpeechItem(), raw, pcm)
 	case *wire.InputAudioBufferClear:
 		c.input.clear()
+		c.resetFloor()
 		c.speechItem = ""
 		c.send(wire.InputAudioBufferCleared{})
 	case *wire.ConversationItemCreate:
@@ -106,9 +108,9 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 		c.send(wire.ErrInvalidValue("audio", e.ClientEventID(), "Invalid 'audio': %v", err))
 		return
 	}
-	var fe FloorEvent
+	var events []FloorEvent
 	if c.floor != nil {
-		if fe, err = c.floor.Push(pcm); err != nil {
+		if events, err = c.floor.Push(pcm); err != nil {
 			c.sendError(fmt.Errorf("turn detection: %w", err))
 		}
 	}
@@ -124,32 +126,45 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 	c.heardSamples.Add(int64(heard))
 	c.heardForReply.Add(int64(heard))
 
-	if fe.Started && c.speechItem == "" {
-		c.speechItem = wire.NewID("item_")
-		start := max(c.floorBase+fe.StartSample, 0)
-		c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(start), ItemID: c.speechItem})
-		if c.sess.TurnDetection.InterruptResponse {
-			c.cancelReply("", errTurnDetected)
-		}
-		c.input.speechStart = start
-	}
-	if fe.Stopped && c.speechItem != "" {
-		end := min(c.floorBase+fe.EndSample, c.input.timeline)
-		item := c.speechItem
-		c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: item})
-		raw, span := c.input.takeSpan(c.input.speechStart, end)
-		c.commit(c.takeSpeechItem(), raw, span)
-		if c.sess.TurnDetection.CreateResponse {
-			if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
-				c.send(err)
+	for _, fe := range events {
+		at := max(c.floorBase+fe.Sample, 0)
+		switch {
+		case !fe.Stopped && c.speechItem == "":
+			c.speechItem = wire.NewID("item_")
+			c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
+			if c.sess.TurnDetection.InterruptResponse {
+				c.cancelReply("", errTurnDetected)
+			}
+			c.input.speechStart = at
+			c.partials.reset()
+		case fe.Stopped && c.speechItem != "":
+			end := min(at, c.input.timeline)
+			c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
+			raw, span := c.input.takeSpan(c.input.speechStart, end)
+			c.commit(c.takeSpeechItem(), raw, span)
+			if c.sess.TurnDetection.CreateResponse {
+				if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
+					c.send(err)
+				}
 			}
 		}
+	}
+	if c.speechItem != "" && c.sess.TurnDetection.Type == wire.TurnSemanticVAD {
+		c.partials.maybeDecode(c, c.input.pcm)
 	}
 
 	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline), hearRate) >= limit {
 		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
 			websocket.StatusGoingAway, "session limit")
 	}
+}
+
+// resetFloor forgets a turn in progress (manual commit, clear).
+func (c *conversation) resetFloor() {
+	if c.floor != nil {
+		c.floor.Reset()
+	}
+	c.partials.reset()
 }
 
 // takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.

@@ -292,27 +292,30 @@ type energyFloor struct {
 	speaking   bool
 }
 
-func (f *energyFloor) Push(pcm []float32) (FloorEvent, error) {
-	var ev FloorEvent
+func (f *energyFloor) Push(pcm []float32) ([]FloorEvent, error) {
+	var evs []FloorEvent
 	loud := audio.RMS(pcm) > 0.05
 	switch {
 	case loud && !f.speaking:
 		f.speaking, f.quiet = true, 0
-		ev.Started, ev.StartSample = true, f.pos
+		evs = append(evs, FloorEvent{Sample: f.pos})
 	case !loud && f.speaking:
 		f.quiet += int64(len(pcm))
 		if f.quiet >= 3200 {
 			f.speaking = false
-			ev.Stopped, ev.EndSample = true, f.pos+int64(len(pcm))
+			evs = append(evs, FloorEvent{Stopped: true, Sample: f.pos + int64(len(pcm))})
 		}
 	case loud:
 		f.quiet = 0
 	}
 	f.pos += int64(len(pcm))
-	return ev, nil
+	return evs, nil
 }
 
-func newEnergyFloor(wire.TurnDetection) (Floor, error) { return &energyFloor{}, nil }
+func (f *energyFloor) Reset()       { f.speaking, f.quiet = false, 0 }
+func (f *energyFloor) Close() error { return nil }
+
+func newEnergyFloor(wire.TurnDetection, Partial) (Floor, error) { return &energyFloor{}, nil }
 
 // pcm24 returns ms of 24 kHz PCM16 bytes: a loud tone or silence.
 func pcm24(ms int, loud bool) []byte {

@@ -52,9 +52,20 @@ type Config struct {
 	SessionLimit     time.Duration // seconds of audio (heard + spoken) before a clean close
 	IdleTimeout      time.Duration
 
+	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (speechcore.Sockets):
+	// a conversation registers before the upgrade, finishes the reply in flight when draining
+	// starts, then closes with 1001; its context ends when the grace period does.
+	Sockets SocketTracker
+
 	Engines Engines
 	Log     *slog.Logger
 	Now     func() time.Time
+}
+
+// SocketTracker is what graceful shutdown needs of a socket (speechcore.Sockets satisfies it).
+type SocketTracker interface {
+	Enter(parent context.Context) (ctx context.Context, leave func(), err error)
+	Draining() <-chan struct{}
 }
 
 // Server serves the realtime conversation: tickets, the handshake, the conversations.
@@ -215,7 +226,7 @@ func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect)
 func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
 	p, err := s.principal(r)
 	if err != nil {
-		writeRefusal(w, err, false)
+		writeRefusal(w, err)
 		return
 	}
 	var body struct {
@@ -223,7 +234,7 @@ func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
 		Session   json.RawMessage `json:"session"`
 	}
 	if err := readBody(r, &body); err != nil {
-		writeRefusal(w, err, false)
+		writeRefusal(w, err)
 		return
 	}
 	ttl, err := s.ttl(body.ExpiresIn)
@@ -231,13 +242,13 @@ func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
 		_, err = sessionFrom(body.Session, wire.GA, "")
 	}
 	if err != nil {
-		writeRefusal(w, err, false)
+		writeRefusal(w, err)
 		return
 	}
 	ticket, _, err := s.mint(r.Context(), p, body.Session, "", ttl)
 	if err != nil {
 		s.log.Error("mint ticket", "err", err)
-		writeRefusal(w, err, false)
+		writeRefusal(w, err)
 		return
 	}
 	writeJSON(w, map[string]any{"ticket": ticket, "expires_in": int(ttl / time.Second),
@@ -249,12 +260,12 @@ func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
 	p, err := s.principal(r)
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	var raw json.RawMessage
 	if err := readBody(r, &raw); err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	var meta struct {
@@ -274,18 +285,18 @@ func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
 		sess, err = sessionFrom(raw, wire.Beta, meta.Model)
 	}
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	ticket, expires, err := s.mint(r.Context(), p, raw, meta.Model, ttl)
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	out, err := withFields(wire.SessionJSON(&sess, wire.Beta), map[string]any{
 		"client_secret": map[string]any{"value": ticket, "expires_at": expires.Unix()}})
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	writeJSON(w, out)
@@ -296,7 +307,7 @@ func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
 	p, err := s.principal(r)
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	var body struct {
@@ -306,7 +317,7 @@ func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
 		Session json.RawMessage `json:"session"`
 	}
 	if err := readBody(r, &body); err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	var meta struct {
@@ -321,12 +332,12 @@ func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
 		sess, err = sessionFrom(body.Session, wire.GA, meta.Model)
 	}
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	ticket, expires, err := s.mint(r.Context(), p, body.Session, meta.Model, ttl)
 	if err != nil {
-		writeRefusal(w, err, true)
+		writeRefusal(w, err)
 		return
 	}
 	sess.ExpiresAt = expires.Unix()
@@ -356,19 +367,16 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// writeRefusal answers err before an upgrade: voiced's {"type":"error","name","message"} shape, or
-// OpenAI's {"error":{message,type,code,param}} on the OpenAI-shaped routes (name as code).
-func writeRefusal(w http.ResponseWriter, err error, openAIShape bool) {
+// writeRefusal answers err before an upgrade, in one body both kinds of client read: voiced's
+// {"type":"error","name","message"} (SPEC §9) with OpenAI's {"error":{message,type,code,param}}
+// beside it (code = name), which the OpenAI SDKs parse from the ephemeral-key routes.
+func writeRefusal(w http.ResponseWriter, err error) {
 	var ref *speechcore.Refusal
 	if !errors.As(err, &ref) {
 		ref = speechcore.NewRefusal(http.StatusInternalServerError, "internal_error", "the server failed this request; see its log")
 	}
 	if ref.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
-	}
-	if !openAIShape {
-		speechcore.WriteError(w, ref)
-		return
 	}
 	if ref.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((ref.RetryAfter+time.Second-1)/time.Second)))
@@ -379,45 +387,62 @@ func writeRefusal(w http.ResponseWriter, err error, openAIShape bool) {
 	if ref.Status >= 500 {
 		kind = "server_error"
 	}
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
-		"message": ref.Message, "type": kind, "code": ref.Name, "param": nil}})
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "name": ref.Name, "message": ref.Message,
+		"error": map[string]any{"message": ref.Message, "type": kind, "code": ref.Name, "param": nil}})
 }
 
 // ---- the socket handshake ----
 
 // ServeVoice is WS /v1/voice?ticket=.
-func (s *Server) ServeVoice(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, false) }
+func (s *Server) ServeVoice(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r) }
 
 // ServeRealtime is WS /v1/realtime?model=.
-func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, true) }
+func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r) }
 
 const apiKeyProtocol = "openai-insecure-api-key."
 
-func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, openAIShape bool) {
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err := s.checkOrigin(r); err != nil {
-		writeRefusal(w, err, openAIShape)
+		writeRefusal(w, err)
 		return
 	}
 	if err := s.cfg.Engines.ready(); err != nil {
-		writeRefusal(w, err, openAIShape)
+		writeRefusal(w, err)
 		return
 	}
 	// The global cap is checked before the credential is spent; the tenant cap needs the principal.
 	if s.full() {
-		writeRefusal(w, ErrCapacity, openAIShape)
+		writeRefusal(w, ErrCapacity)
 		return
 	}
 	grant, err := s.authenticate(r)
 	if err != nil {
-		writeRefusal(w, err, openAIShape)
+		writeRefusal(w, err)
 		return
+	}
+	if admit := s.cfg.Engines.Admit; admit != nil {
+		if err := admit(r.Context(), grant.Principal); err != nil {
+			writeRefusal(w, err)
+			return
+		}
 	}
 	release, err := s.acquire(tenant(grant.Principal))
 	if err != nil {
-		writeRefusal(w, err, openAIShape)
+		writeRefusal(w, err)
 		return
 	}
 	defer release()
+
+	ctx := context.WithoutCancel(r.Context())
+	if s.cfg.Sockets != nil {
+		var leave func()
+		ctx, leave, err = s.cfg.Sockets.Enter(ctx)
+		if err != nil {
+			writeRefusal(w, err)
+			return
+		}
+		defer leave()
+	}
 
 	dialect := wire.DialectFromHandshake(r.Header)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
@@ -436,7 +461,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, openAIShape
 	s.wg.Add(1)
 	defer s.wg.Done()
 	c := newConversation(s, conn, grant, dialect, model)
-	c.run(r.Context())
+	c.run(ctx)
 }
 
 // authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a

@@ -362,7 +362,7 @@ func TestServeWithoutMount(t *testing.T) {
 	want := map[string]any{
 		"status": "ok", "version": testVersion,
 		"speech": map[string]any{"built": true, "mounted": false, "assetsVersion": nil, "warm": false},
-		"voice":  map[string]any{"ok": false, "busy": 0.0, "capacity": 0.0},
+		"voice":  map[string]any{"ok": false, "busy": 0.0, "capacity": 4.0}, // --max-conversations default; ok: speech not mounted
 	}
 	if fmt.Sprint(h) != fmt.Sprint(want) {
 		t.Errorf("/health = %v\nwant %v", h, want)

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/session"
+	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechcore/kokoro"
+	"github.com/voiced/voiced/speechcore/squelch"
+	"github.com/voiced/voiced/turn"
+	"github.com/voiced/voiced/wire"
+)
+
+// The conversation component: principal JWTs, tickets, the OpenAI-shaped ephemeral keys and the
+// realtime socket (session), with the mind it answers through (mind) and the speech engines
+// adapted to session's small interfaces.
+func init() {
+	register("conversation", orderDoors, func() *component {
+		var (
+			jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
+			origins                                                 string
+			mindKind, mindURL, mindModel, mindKeyFile               string
+			mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
+			maxConversations, maxPerTenant                          int
+			srv                                                     *session.Server
+		)
+		return &component{
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&jwks, "jwks", "", "principal JWT keys: a JWKS file or an http(s) URL (fetched at start, refreshed)")
+				fs.StringVar(&secretFile, "jwt-secret-file", "", "principal JWT HS256 secret file (at least 32 bytes), instead of --jwks")
+				fs.StringVar(&issuer, "jwt-issuer", "", "required iss of principal JWTs (unchecked when empty)")
+				fs.StringVar(&audience, "jwt-audience", "", "required aud of principal JWTs (unchecked when empty)")
+				fs.StringVar(&orgClaim, "jwt-org-claim", "org", "the JWT claim naming the principal's own org")
+				fs.StringVar(&orgsClaim, "jwt-orgs-claim", "orgs", "the JWT claim listing the orgs X-Org-Id may name")
+				fs.StringVar(&origins, "allow-origin", "", "comma-separated browser origins (https://app.example.com) or host patterns (*.example.com) allowed to open a realtime socket; a page from this host is always allowed")
+				fs.IntVar(&maxConversations, "max-conversations", session.DefaultMaxConversations, "concurrent realtime conversations; beyond it 429 + Retry-After at the handshake")
+				fs.IntVar(&maxPerTenant, "max-per-tenant", session.DefaultMaxPerTenant, "concurrent conversations per org (per subject without an org)")
+				fs.DurationVar(&sessionLimit, "session-limit", session.DefaultSessionLimit, "audio a conversation may carry before a clean close (session_expired, 1001)")
+				fs.DurationVar(&idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
+				fs.DurationVar(&ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
+				fs.StringVar(&mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
+				fs.StringVar(&mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
+				fs.StringVar(&mindModel, "mind-model", "", "the model name sent to --mind-url")
+				fs.StringVar(&mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
+				fs.DurationVar(&mindTimeout, "mind-timeout", 60*time.Second, "the longest one answer of the mind may take")
+			},
+			validate: func(app *App) error {
+				if jwks != "" && secretFile != "" {
+					return errors.New("--jwks and --jwt-secret-file both given: choose one")
+				}
+				if maxConversations <= 0 || maxPerTenant <= 0 {
+					return errors.New("--max-conversations and --max-per-tenant must be positive")
+				}
+				if ticketTTL < session.MinTicketTTL || ticketTTL > session.MaxTicketTTL {
+					return fmt.Errorf("--ticket-ttl %s outside %s..%s", ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
+				}
+				switch mindKind {
+				case "", "echo", "openai":
+				default:
+					return fmt.Errorf("--mind %q: echo or openai", mindKind)
+				}
+				if mindKind == "openai" && mindURL == "" {
+					return errors.New("--mind openai needs --mind-url and --mind-model")
+				}
+				return nil
+			},
+			start: func(ctx context.Context, app *App) error {
+				m, err := newMind(mindKind, mindURL, mindModel, mindKeyFile, mindTimeout)
+				if err != nil {
+					return err
+				}
+				var verifier *session.Verifier
+				if jwks != "" || secretFile != "" {
+					vc := session.VerifierConfig{JWKS: jwks, Issuer: issuer, Audience: audience, OrgClaim: orgClaim, OrgsClaim: orgsClaim}
+					if secretFile != "" {
+						if vc.Secret, err = session.ReadSecretFile(secretFile); err != nil {
+							return err
+						}
+					}
+					if verifier, err = session.NewVerifier(ctx, vc); err != nil {
+						return err
+					}
+				} else {
+					app.Log.Warn("no --jwks or --jwt-secret-file: principal JWTs cannot be verified, so no ticket can be minted and the realtime socket refuses every caller")
+				}
+				cfg := session.Config{
+					Verifier: verifier, Tickets: app.Tickets, AllowOrigins: splitList(origins),
+					MaxConversations: maxConversations, MaxPerTenant: maxPerTenant, TicketTTL: ticketTTL,
+					SessionLimit: sessionLimit, IdleTimeout: idleTimeout, Log: app.Log.With("component", "conversation"),
+					Engines: speechEngines(app, m),
+				}
+				if app.Sockets != nil {
+					cfg.Sockets = app.Sockets
+				}
+				if srv, err = session.New(cfg); err != nil {
+					return err
+				}
+				app.HandlePublic("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
+				app.HandlePublic("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
+				app.HandlePublic("POST /v1/realtime/client_secrets", http.HandlerFunc(srv.ServeClientSecrets))
+				app.HandlePublic("GET /v1/voice", http.HandlerFunc(srv.ServeVoice))
+				app.HandlePublic("GET /v1/realtime", http.HandlerFunc(srv.ServeRealtime))
+				app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)
+				app.Voice = srv
+				return nil
+			},
+			stop: func(ctx context.Context) error {
+				if srv == nil {
+					return nil
+				}
+				done := make(chan struct{})
+				go func() { srv.Wait(); close(done) }()
+				select {
+				case <-done:
+					return nil
+				case <-ctx.Done():
+					return fmt.Errorf("conversations still open at shutdown: %w", ctx.Err())
+				}
+			},
+		}
+	})
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind, error) {
+	if kind == "echo" || (kind == "" && url == "") {
+		return mind.Echo{}, nil
+	}
+	var key string
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --mind-key-file: %w", err)
+		}
+		key = strings.TrimSpace(string(b))
+	}
+	return mind.NewOpenAI(mind.OpenAIConfig{URL: url, Model: model, Key: key, Timeout: timeout})
+}
+
+// speechEngines adapts the speech service's engines to session's interfaces. They are looked up
+// per call: the service fills them as it loads, and Ready refuses sockets until it is warm.
+func speechEngines(app *App, m mind.Mind) session.Engines {
+	svc := app.Speech
+	e := session.Engines{Mind: m}
+	if app.Meter != nil {
+		e.Meter = meterHook{app}
+		e.Admit = func(ctx context.Context, p session.Principal) error {
+			if err := app.Meter.CheckQuota(ctx, p.Subject); err != nil {
+				var r *speechcore.Refusal
+				if errors.As(err, &r) {
+					return r
+				}
+				return speechcore.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
+			}
+			return nil
+		}
+	}
+	if svc == nil {
+		e.Ready = func() error { return speechcore.ErrNotMounted }
+		return e
+	}
+	e.Ready = svc.Ready
+	e.Ears = ears{svc}
+	e.Voice = voice{svc}
+	e.NewSquelch = func() (session.Squelch, error) {
+		if svc.Silero == nil {
+			return nil, errors.New("the Silero model is not loaded")
+		}
+		return squelch.New(squelch.Config{Model: svc.Silero})
+	}
+	e.NewFloor = func(td wire.TurnDetection, partial session.Partial) (session.Floor, error) {
+		if svc.Silero == nil {
+			return nil, errors.New("the Silero model is not loaded")
+		}
+		var d turn.Detector
+		var err error
+		switch td.Type {
+		case wire.TurnSemanticVAD:
+			cfg := turn.DefaultSemanticConfig(svc.Silero, turn.TranscriptFunc(partial))
+			if cfg.Eagerness, err = turn.ParseEagerness(td.Eagerness); err != nil {
+				return nil, err
+			}
+			d, err = turn.NewSemantic(cfg)
+		default:
+			cfg := turn.DefaultHushConfig(svc.Silero)
+			cfg.Threshold = td.Threshold
+			cfg.PrefixPadding = time.Duration(td.PrefixPaddingMs) * time.Millisecond
+			cfg.SilenceDuration = time.Duration(td.SilenceDurationMs) * time.Millisecond
+			d, err = turn.NewHush(cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &floor{d: d}, nil
+	}
+	return e
+}
+
+// meterHook hands the conversation's seconds to the meter; a turn's end writes them durably.
+type meterHook struct{ app *App }
+
+func (h meterHook) Record(ctx context.Context, u session.Usage) error {
+	h.app.Meter.Add(u.Subject, u.Org, "realtime", u.Heard.Seconds(), u.Spoken.Seconds())
+	if u.TurnEnded {
+		return h.app.Meter.Flush(ctx)
+	}
+	return nil
+}
+
+// ears is Whisper: an utterance longer than its 30 s window is heard window by window.
+type ears struct{ svc *speechcore.Service }
+
+func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
+	w := e.svc.Whisper
+	if w == nil {
+		return "", speechcore.ErrNotWarm
+	}
+	const window = 30 * 16000
+	var parts []string
+	for len(pcm) > 0 {
+		n := min(len(pcm), window)
+		r, err := w.Transcribe(ctx, pcm[:n])
+		if err != nil {
+			return strings.Join(parts, " "), err
+		}
+		if t := strings.TrimSpace(r.Text); t != "" {
+			parts = append(parts, t)
+		}
+		pcm = pcm[n:]
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// voice is Kokoro: an OpenAI voice name the mount does not have speaks in the default voice.
+type voice struct{ svc *speechcore.Service }
+
+func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit func([]int16) error) error {
+	k := v.svc.Kokoro
+	if k == nil {
+		return speechcore.ErrNotWarm
+	}
+	if !slices.Contains(k.Voices(), name) {
+		name = ""
+	}
+	s, err := kokoro.CheckSpeed(float32(speed))
+	if err != nil {
+		s = 0
+	}
+	return k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error { return emit(c.PCM) })
+}
+
+// floor adapts a turn.Detector: it counts the samples fed and reports positions in them.
+type floor struct {
+	d   turn.Detector
+	pos int64
+}
+
+func (f *floor) Push(pcm []float32) ([]session.FloorEvent, error) {
+	evs, err := f.d.Feed(pcm, time.Duration(f.pos)*time.Second/16000)
+	f.pos += int64(len(pcm))
+	var out []session.FloorEvent
+	for _, ev := range evs {
+		switch ev := ev.(type) {
+		case turn.SpeechStarted:
+			out = append(out, session.FloorEvent{Sample: ev.AudioStartMs * 16})
+		case turn.SpeechStopped:
+			out = append(out, session.FloorEvent{Stopped: true, Sample: ev.AudioEndMs * 16})
+		}
+	}
+	return out, err
+}
+
+func (f *floor) Reset()       { f.d.Reset() }
+func (f *floor) Close() error { return f.d.Close() }
