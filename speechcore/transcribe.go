@@ -106,13 +106,12 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer leave()
-	conn, err := websocket.Accept(w, r, nil)
+	// The origin check (403 origin_not_allowed, named) and our own frame limit (read), so that
+	// an oversize frame gets a named error rather than the library's bare close.
+	conn, err := acceptSpeaking(w, r, d.svc.cfg.AllowOrigins)
 	if err != nil {
-		return // Accept has answered the client
+		return // answered already
 	}
-	// Our own limit (readFrame) so that an oversize frame gets a named error, not the library's
-	// bare close.
-	conn.SetReadLimit(-1)
 	cadence, segMax := d.PartialCadence, d.SegmentMax
 	if cadence <= 0 {
 		cadence = DefaultPartialCadence

@@ -198,6 +198,42 @@ func TestTranscribeDoorDrainSendsFinal(t *testing.T) {
 	}
 }
 
+func TestTranscribeDoorOrigins(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{AllowOrigins: []string{"*.app.example"}})
+	tests := map[string]struct {
+		origin string
+		status int
+	}{
+		"no Origin (not a browser)": {"", http.StatusSwitchingProtocols},
+		"allowed browser origin":    {"https://voice.app.example", http.StatusSwitchingProtocols},
+		"foreign browser origin":    {"https://evil.example", http.StatusForbidden},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			header := http.Header{}
+			if tc.origin != "" {
+				header.Set("Origin", tc.origin)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			conn, resp, err := websocket.Dial(ctx, h.wsURL("/v1/transcribe"), &websocket.DialOptions{HTTPHeader: header})
+			if resp == nil || resp.StatusCode != tc.status {
+				t.Fatalf("dial: %v %+v, want %d", err, resp, tc.status)
+			}
+			if conn != nil {
+				conn.Close(websocket.StatusNormalClosure, "")
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			var e ErrorFrame
+			if json.Unmarshal(body, &e) != nil || e.Name != "origin_not_allowed" {
+				t.Fatalf("403 body %s", body)
+			}
+		})
+	}
+}
+
 // Ping waits for the server's pong, which it sends while reading: every frame sent before has
 // been read.
 func (c *sttClient) Ping() {
