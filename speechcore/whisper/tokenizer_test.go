@@ -227,3 +227,33 @@ func TestResolveDecoding(t *testing.T) {
 		})
 	}
 }
+
+func FuzzGenerationConfig(f *testing.F) {
+	f.Add([]byte(`{"suppress_tokens":[1,2,9999],"begin_suppress_tokens":[0,10],"max_length":448,"is_multilingual":true}`))
+	f.Add([]byte(`{"suppress_tokens":[],"max_length":3,"is_multilingual":false}`))
+	f.Add([]byte(`{"max_length":-5}`))
+	vocab := map[string]int{ByteLevel([]byte(" ")): 0, "a": 1}
+	added := map[string]int{TokenEndOfText: 10, TokenStartOfTranscript: 11, TokenEnglish: 12, TokenTranscribe: 13, TokenNoTimestamps: 14}
+	tok, err := NewTokenizer(vocab, added)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var gen generationConfig
+		if json.Unmarshal(data, &gen) != nil {
+			return
+		}
+		d, err := resolveDecoding(modelConfig{VocabSize: 20, MaxTargetPositions: 448}, gen, tok)
+		if err != nil {
+			return
+		}
+		if d.maxLength <= len(d.prompt) || d.maxLength > 448 {
+			t.Fatalf("max length %d with a %d-token prompt", d.maxLength, len(d.prompt))
+		}
+		for _, id := range append(append([]int(nil), d.suppress...), d.beginSuppress...) {
+			if id < 0 || id >= 20 {
+				t.Fatalf("suppressed id %d outside the vocabulary", id)
+			}
+		}
+	})
+}
