@@ -212,12 +212,13 @@ func readTextFrame(ctx context.Context, conn *websocket.Conn) (typ websocket.Mes
 // while it is the writer's current generation (the speak stream's cancel bumps it, so audio of a
 // cancelled piece that is still on its way is dropped).
 type wsOut struct {
-	gen    int64
-	typ    websocket.MessageType
-	data   []byte
-	close  bool
-	code   websocket.StatusCode
-	reason string
+	gen     int64
+	written chan struct{} // a barrier: closed when the writer reaches it (nothing is written)
+	typ     websocket.MessageType
+	data    []byte
+	close   bool
+	code    websocket.StatusCode
+	reason  string
 }
 
 // socketWriter is the one goroutine that writes a socket. Everything else sends to it.
@@ -237,6 +238,10 @@ func newSocketWriter(conn *websocket.Conn, log *slog.Logger) *socketWriter {
 func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
 	closed := false
 	for f := range w.out {
+		if f.written != nil {
+			close(f.written)
+			continue
+		}
 		if closed || (f.gen != 0 && f.gen != w.gen.Load()) {
 			continue
 		}
@@ -276,6 +281,18 @@ func (w *socketWriter) json(ctx context.Context, gen int64, v any) bool {
 
 func (w *socketWriter) pcm(ctx context.Context, gen int64, pcm []int16) bool {
 	return w.send(ctx, wsOut{gen: gen, typ: websocket.MessageBinary, data: audio.Int16ToBytes(pcm)})
+}
+
+// flush waits until everything queued before it has been written (or dropped).
+func (w *socketWriter) flush(ctx context.Context) {
+	written := make(chan struct{})
+	if !w.send(ctx, wsOut{written: written}) {
+		return
+	}
+	select {
+	case <-written:
+	case <-ctx.Done():
+	}
 }
 
 func (w *socketWriter) closeWith(ctx context.Context, code websocket.StatusCode, reason string) {
@@ -424,6 +441,9 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		s.speaking = true
 		s.mu.Unlock()
 		s.speak(ctx, utterance, string(data), arrival)
+		// Written before the next read: reading a client's close makes the library answer it at
+		// once, and what was still queued would be lost.
+		s.w.flush(ctx)
 		s.mu.Lock()
 		s.speaking = false
 		stop := s.draining

@@ -1,12 +1,16 @@
 package speechcore
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -422,4 +426,118 @@ func BenchmarkSynthesizeFirstFrame(b *testing.B) {
 		}
 	}
 	b.ReportMetric(first/float64(b.N), "firstFrameMs")
+}
+
+// rawWS is a bare RFC 6455 client: it can send a close frame and keep reading what the server
+// sends before its own close, which a full client library hides.
+type rawWS struct {
+	t  *testing.T
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, url string) *rawWS {
+	t.Helper()
+	u := strings.TrimPrefix(url, "ws://")
+	host, path, _ := strings.Cut(u, "/")
+	nc, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(nc, "GET /%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", path, host)
+	br := bufio.NewReader(nc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v %v", resp, err)
+	}
+	return &rawWS{t: t, nc: nc, br: br}
+}
+
+// write sends one masked frame.
+func (c *rawWS) write(opcode byte, payload []byte) {
+	c.t.Helper()
+	frame := []byte{0x80 | opcode}
+	switch n := len(payload); {
+	case n < 126:
+		frame = append(frame, 0x80|byte(n))
+	case n < 1<<16:
+		frame = append(frame, 0x80|126, byte(n>>8), byte(n))
+	default:
+		frame = append(frame, 0x80|127)
+		frame = binary.BigEndian.AppendUint64(frame, uint64(n))
+	}
+	mask := []byte{1, 2, 3, 4}
+	frame = append(frame, mask...)
+	for i, b := range payload {
+		frame = append(frame, b^mask[i%4])
+	}
+	if _, err := c.nc.Write(frame); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// read returns the next frame's opcode and payload (the server sends unfragmented frames).
+func (c *rawWS) read() (byte, []byte) {
+	c.t.Helper()
+	var h [2]byte
+	if _, err := io.ReadFull(c.br, h[:]); err != nil {
+		c.t.Fatalf("read frame: %v", err)
+	}
+	n := uint64(h[1] & 0x7f)
+	switch n {
+	case 126:
+		var b [2]byte
+		io.ReadFull(c.br, b[:])
+		n = uint64(binary.BigEndian.Uint16(b[:]))
+	case 127:
+		var b [8]byte
+		io.ReadFull(c.br, b[:])
+		n = binary.BigEndian.Uint64(b[:])
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(c.br, payload); err != nil {
+		c.t.Fatalf("read payload: %v", err)
+	}
+	return h[0] & 0x0f, payload
+}
+
+func (c *rawWS) readType() string {
+	c.t.Helper()
+	op, p := c.read()
+	if op == 2 {
+		return "binary"
+	}
+	if op == 8 {
+		return "close"
+	}
+	var m struct{ Type string }
+	json.Unmarshal(p, &m)
+	return m.Type
+}
+
+// A client that closes right after its text still gets the utterance in flight: the door
+// finishes it before it reads (and answers) the close.
+func TestSynthesizeDoorFinishesUtteranceOnClientClose(t *testing.T) {
+	checkGoroutines(t)
+	s := newSpeakingServer(t, Config{})
+	release, err := s.svc.Kokoro.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	c := dialRaw(t, s.wsURL("/v1/synthesize"))
+	if got := c.readType(); got != "ready" {
+		t.Fatalf("first frame %q", got)
+	}
+	c.write(1, []byte("Hello world. The cat sat."))
+	c.write(8, []byte{0x03, 0xe8}) // close 1000, sent while the utterance waits for the model
+	release()
+	want := []string{"audio", "binary", "audio", "binary", "utteranceComplete", "close"}
+	for i, w := range want {
+		if got := c.readType(); got != w {
+			t.Fatalf("frame %d is %q, want %q", i, got, w)
+		}
+	}
 }
