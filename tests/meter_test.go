@@ -42,6 +42,21 @@ func (s *server) usageOf(t testing.TB, principal string) (heard, spoken float64)
 	return heard, spoken
 }
 
+// usageWhen polls GET /v1/usage until ok holds for the principal's seconds (a turn's counts are
+// written when the turn ends, not necessarily before its response.done reaches the client) or
+// 10 s pass; it returns the last reading.
+func (s *server) usageWhen(t testing.TB, principal string, ok func(heard, spoken float64) bool) (heard, spoken float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		heard, spoken = s.usageOf(t, principal)
+		if ok(heard, spoken) || time.Now().After(deadline) {
+			return heard, spoken
+		}
+		time.Sleep(50 * time.Millisecond) // polling a durable store, not synchronising
+	}
+}
+
 // responseUsage is the heard/spoken seconds voiced puts in response.done's usage.
 func responseUsage(ev rtEvent) (heard, spoken float64) {
 	h, _ := ev.get("response", "usage", "heard_seconds").(float64)
@@ -173,7 +188,7 @@ func TestMeterTwoNodes(t *testing.T) {
 
 	want := onA + onB
 	for name, s := range map[string]*server{"A": a, "B": b} {
-		_, spoken := s.usageOf(t, user)
+		_, spoken := s.usageWhen(t, user, func(_, spoken float64) bool { return math.Abs(spoken-want) <= 0.05 })
 		if math.Abs(spoken-want) > 0.05 {
 			t.Errorf("usage read on %s: spoken %.3f s, want %.3f (A %.3f + B %.3f)", name, spoken, want, onA, onB)
 		}

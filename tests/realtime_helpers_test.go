@@ -196,6 +196,11 @@ func (s *server) dialRealtime(t testing.TB, bearer string, beta bool) *rtConn {
 		}
 		t.Fatalf("dial /v1/realtime: %v (HTTP %d)\n%s", err, status, s.logs)
 	}
+	return newRTConn(t, conn, beta)
+}
+
+// newRTConn starts the checking reader on an open realtime socket; cleanup closes it and waits.
+func newRTConn(t testing.TB, conn *websocket.Conn, beta bool) *rtConn {
 	conn.SetReadLimit(64 << 20)
 	c := &rtConn{t: t, conn: conn, beta: beta, events: make(chan rtEvent, 1<<14), quit: make(chan struct{}), done: make(chan struct{})}
 	go c.read()
