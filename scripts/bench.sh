@@ -55,12 +55,14 @@ echo "bench: voiced pid $server on $url, mount $mount ($(nproc) CPUs here, share
 
 bench=("$tmp/voiced-bench")
 common=(-url "$url" -token-file "$tmp/token")
-"${bench[@]}" transcribe "${common[@]}" -n 2 -duration 12s -json "$OUT/transcribe.json"
-"${bench[@]}" transcribe "${common[@]}" -n 2 -duration 8s -paced=false -json "$OUT/transcribe-fast.json"
-"${bench[@]}" synthesize "${common[@]}" -n 2 -duration 10s -json "$OUT/synthesize.json"
+# converse first: its idle-memory phase wants a server that has served nothing yet.
 if [[ $converse == 1 ]]; then
 	"${bench[@]}" converse "${common[@]}" -jwt-secret-file "$tmp/jwt.secret" -pid "$server" \
 		-turns 12 -ramp-max 16 -ramp-turns 2 -idle 32 -json "$OUT/converse.json"
 else
 	echo "bench: converse skipped: this voiced has no --jwt-secret-file (the conversation component is not wired yet)"
 fi
+"${bench[@]}" transcribe "${common[@]}" -n 2 -duration 12s -json "$OUT/transcribe.json"
+"${bench[@]}" transcribe "${common[@]}" -n 2 -duration 8s -paced=false -json "$OUT/transcribe-fast.json"
+"${bench[@]}" synthesize "${common[@]}" -n 2 -duration 10s -json "$OUT/synthesize.json"
+

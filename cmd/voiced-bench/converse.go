@@ -138,7 +138,7 @@ func runConverse(ctx context.Context, args []string) error {
 
 	// 3. Conversations per core.
 	if *rampMax > 0 && ctx.Err() == nil {
-		b.ramp(ctx, r, *rampMax, *rampTurns)
+		b.ramp(ctx, r, *rampMax, *rampTurns, baseP95(r))
 	}
 	r.WallS = time.Since(start).Seconds()
 	b.errors.into(r)
@@ -300,9 +300,20 @@ func (b *converseBench) kokoroOnce(ctx context.Context, text string) (float64, e
 	return best, nil
 }
 
-// ramp raises the number of concurrent conversations until the answer latency p95 doubles.
-func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int) {
-	base := -1.0
+// baseP95 is the latency phase's answer p95 (its many turns make a steadier baseline than the
+// ramp's first level); -1 when it has none.
+func baseP95(r *Report) float64 {
+	for _, m := range r.Metrics {
+		if strings.HasPrefix(m.Name, "answer:") && m.N > 0 {
+			return m.P95
+		}
+	}
+	return -1
+}
+
+// ramp raises the number of concurrent conversations until the answer latency p95 doubles
+// against base (the single-conversation p95; the first level's when base < 0).
+func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int, base float64) {
 	best := 0
 	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
 		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
@@ -341,7 +352,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int)
 			base = sum.P95
 		}
 		if sum.P95 >= 2*base {
-			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 doubled at %d concurrent (%.0f ms vs %.0f ms alone)", conc, sum.P95, base))
+			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 doubled at %d concurrent (%.0f ms vs %.0f ms alone, the latency phase's p95)", conc, sum.P95, base))
 			break
 		}
 		best = conc
@@ -353,12 +364,15 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int)
 	r.Values["  per core of this machine (bench client on the same cores)"] = float64(best) / float64(runtime.NumCPU())
 }
 
-// idleMemory opens k conversations that say nothing and reads the server's resident bytes.
+// idleMemory opens k conversations that say nothing and reads the server's resident bytes
+// (and, from /metrics, its goroutines and Go heap in use) before and after.
 func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) error {
-	before, err := b.rss(ctx, pid)
+	gaugeNames := []string{"go_goroutines", "go_memstats_heap_inuse_bytes"}
+	before, err := b.rssSettled(ctx, pid)
 	if err != nil {
 		return err
 	}
+	gBefore, gErr := b.gauges(ctx, gaugeNames...)
 	var conns []*websocket.Conn
 	defer func() {
 		for _, c := range conns {
@@ -379,8 +393,7 @@ func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) e
 			return err
 		}
 	}
-	time.Sleep(time.Second) // let the conversations' goroutines and buffers settle before reading VmRSS
-	after, err := b.rss(ctx, pid)
+	after, err := b.rssSettled(ctx, pid)
 	if err != nil {
 		return err
 	}
@@ -388,14 +401,40 @@ func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) e
 	if pid > 0 {
 		src = fmt.Sprintf("/proc/%d/status VmRSS", pid)
 	}
-	r.Values["idle conversations open"] = float64(len(conns))
-	r.Values["server resident MiB before idle"] = float64(before) / (1 << 20)
-	r.Values["server resident MiB with them"] = float64(after) / (1 << 20)
-	if len(conns) > 0 {
-		r.Values["KiB per idle conversation"] = float64(after-before) / float64(len(conns)) / 1024
+	n := float64(len(conns))
+	r.Values["idle conversations open"] = n
+	r.Values["idle: server resident MiB before"] = float64(before) / (1 << 20)
+	r.Values["idle: server resident MiB with them"] = float64(after) / (1 << 20)
+	if n > 0 {
+		r.Values["idle: resident KiB per conversation"] = float64(after-before) / n / 1024
+		if gAfter, err := b.gauges(ctx, gaugeNames...); gErr == nil && err == nil {
+			if a, ok := gAfter["go_goroutines"]; ok {
+				r.Values["idle: goroutines per conversation"] = (a - gBefore["go_goroutines"]) / n
+			}
+			if a, ok := gAfter["go_memstats_heap_inuse_bytes"]; ok {
+				r.Values["idle: Go heap in use KiB per conversation"] = (a - gBefore["go_memstats_heap_inuse_bytes"]) / n / 1024
+			}
+		}
 	}
-	r.Notes = append(r.Notes, "resident bytes from "+src+"; the delta includes heap the Go runtime had not returned from the earlier phases, so small values are noise")
+	r.Notes = append(r.Notes, "idle: resident bytes from "+src+", median of 5 reads 200 ms apart, measured first (before any turn); Go keeps freed heap mapped, so the RSS delta is noisy at this size — the heap and goroutine deltas come from /metrics")
 	return nil
+}
+
+// rssSettled is the median of five reads 200 ms apart.
+func (b *converseBench) rssSettled(ctx context.Context, pid int) (int64, error) {
+	var xs []float64
+	for i := range 5 {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		v, err := b.rss(ctx, pid)
+		if err != nil {
+			return 0, err
+		}
+		xs = append(xs, float64(v))
+	}
+	sum, err := Summarize(xs)
+	return int64(sum.P50), err
 }
 
 func (b *converseBench) rss(ctx context.Context, pid int) (int64, error) {
@@ -687,20 +726,48 @@ type histogram struct{ sum, count float64 }
 
 // histograms reads every histogram series on GET /metrics (text format), keyed by name{labels}.
 func (b *converseBench) histograms(ctx context.Context) (map[string]histogram, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.c.http("/metrics"), nil)
+	text, err := b.metricsText(ctx)
 	if err != nil {
 		return nil, err
+	}
+	return parseHistograms(strings.NewReader(text))
+}
+
+// gauges reads the named unlabelled series from GET /metrics.
+func (b *converseBench) gauges(ctx context.Context, names ...string) (map[string]float64, error) {
+	text, err := b.metricsText(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		for _, n := range names {
+			if v, ok := strings.CutPrefix(line, n+" "); ok {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					out[n] = f
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (b *converseBench) metricsText(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.c.http("/metrics"), nil)
+	if err != nil {
+		return "", err
 	}
 	req.Header = b.c.authHeader()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, errors.New(resp.Status)
+		return "", errors.New(resp.Status)
 	}
-	return parseHistograms(resp.Body)
+	b2, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return string(b2), err
 }
 
 func parseHistograms(r io.Reader) (map[string]histogram, error) {
