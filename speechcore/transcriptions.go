@@ -30,7 +30,7 @@ var (
 	ErrUnsupportedRate = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_sample_rate",
 		Message: "the WAV file's sample rate is not supported"}
 	ErrResponseFormat = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
-		Message: "response_format must be json, text or verbose_json"}
+		Message: "response_format must be json, text, verbose_json, srt or vtt"}
 	ErrUploadTooLarge = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "upload_too_large",
 		Message: fmt.Sprintf("the upload is over %d MiB", MaxUploadBytes>>20)}
 	ErrBadForm = &Refusal{Status: http.StatusBadRequest, Name: "invalid_form",
@@ -40,7 +40,7 @@ var (
 // TranscriptionsDoor serves POST /v1/audio/transcriptions, OpenAI-compatible. The multipart
 // field 'file' is a WAV of any common rate and channel count (mixed to mono, resampled to
 // 16 kHz) or, when it does not start with RIFF, raw PCM16LE mono 16 kHz. 'model' is accepted and
-// ignored; 'response_format' is json (default), text or verbose_json. Audio over 30 s is
+// ignored; 'response_format' is json (default), text, verbose_json, srt or vtt (one cue per window). Audio over 30 s is
 // decoded in 30 s windows, joined with a space.
 type TranscriptionsDoor struct {
 	svc *Service
@@ -84,9 +84,9 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch format {
-	case "json", "text", "verbose_json":
+	case "json", "text", "verbose_json", "srt", "vtt":
 	default:
-		writeOpenAIError(w, Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text or verbose_json", format)))
+		writeOpenAIError(w, Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", format)))
 		return
 	}
 	var segments []verboseSegment
@@ -117,6 +117,9 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "text":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, text+"\n")
+	case "srt", "vtt":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, subtitles(format, segments))
 	case "verbose_json":
 		writeJSON(w, http.StatusOK, verboseTranscription{
 			Task: "transcribe", Language: "english", Duration: seconds(len(pcm)), Text: text, Segments: orEmptySegments(segments),
@@ -225,6 +228,33 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// subtitles writes one cue per decoded window with text (SubRip or WebVTT).
+func subtitles(format string, segments []verboseSegment) string {
+	var b strings.Builder
+	sep := ","
+	if format == "vtt" {
+		b.WriteString("WEBVTT\n\n")
+		sep = "."
+	}
+	stamp := func(sec float64) string {
+		ms := int64(math.Round(sec * 1000))
+		return fmt.Sprintf("%02d:%02d:%02d%s%03d", ms/3600000, ms/60000%60, ms/1000%60, sep, ms%1000)
+	}
+	cue := 0
+	for _, seg := range segments {
+		text := strings.TrimSpace(seg.Text)
+		if text == "" {
+			continue
+		}
+		cue++
+		if format == "srt" {
+			fmt.Fprintf(&b, "%d\n", cue)
+		}
+		fmt.Fprintf(&b, "%s --> %s\n%s\n\n", stamp(seg.Start), stamp(seg.End), text)
+	}
+	return b.String()
 }
 
 func seconds(samples int) float64 { return float64(samples) / audio.WhisperSampleRate }

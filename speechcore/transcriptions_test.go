@@ -126,6 +126,19 @@ func TestTranscriptionsRealWAV(t *testing.T) {
 	}
 }
 
+func TestSubtitles(t *testing.T) {
+	segs := []verboseSegment{{Start: 0, End: 30, Text: " ab"}, {Start: 30, End: 30, Text: " "}, {Start: 30, End: 3725.5, Text: " cd"}}
+	tests := map[string]string{
+		"srt": "1\n00:00:00,000 --> 00:00:30,000\nab\n\n2\n00:00:30,000 --> 01:02:05,500\ncd\n\n",
+		"vtt": "WEBVTT\n\n00:00:00.000 --> 00:00:30.000\nab\n\n00:00:30.000 --> 01:02:05.500\ncd\n\n",
+	}
+	for format, want := range tests {
+		if got := subtitles(format, segs); got != want {
+			t.Errorf("%s:\n%q\nwant\n%q", format, got, want)
+		}
+	}
+}
+
 func TestTranscriptionsOver30sInWindows(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	// 375 phoneme slots of 80 ms fill a 30 s window exactly: 360 phonemes and 15 of silence
@@ -167,7 +180,7 @@ func TestTranscriptionsRefusals(t *testing.T) {
 		"unsupported encoding": {adpcm, nil, 400, "unsupported_encoding"},
 		"WAV header, no data":  {audio.WAVHeader(16000, 1, 16, 0), nil, 400, "empty_upload"},
 		"odd-length raw PCM":   {[]byte{1, 2, 3}, nil, 400, "odd_length_pcm"},
-		"srt is not served":    {wav, map[string]string{"response_format": "srt"}, 400, "unsupported_response_format"},
+		"unknown format":       {wav, map[string]string{"response_format": "mp3"}, 400, "unsupported_response_format"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
