@@ -83,7 +83,35 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "tests: test CA:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if left := childProcesses(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "tests: processes left running by the tests: %v\n", left)
+		return 1
+	}
+	return code
+}
+
+// childProcesses lists this process's children still alive (pid: command), from /proc. Every
+// voiced and node the tests start is a child; none may outlive the run.
+func childProcesses() []string {
+	var left []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so read after the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) > 1 && fields[1] == fmt.Sprint(os.Getpid()) && fields[0] != "Z" {
+			left = append(left, string(b[:i+1]))
+		}
+	}
+	return left
 }
 
 // needFlag skips t when the binary does not register a flag yet (a component not built yet).
@@ -404,8 +432,12 @@ func checkLeaks(t testing.TB) {
 		http.DefaultClient.CloseIdleConnections()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
+			n, kids := runtime.NumGoroutine(), childProcesses()
+			if n <= before && len(kids) == 0 {
+				return
+			}
+			if len(kids) > 0 && time.Now().After(deadline) {
+				t.Errorf("processes started by the test still running: %v", kids)
 				return
 			}
 			if time.Now().After(deadline) {
