@@ -293,3 +293,31 @@ func TestRealtimeGoClient(t *testing.T) {
 	conn.Close()
 	s.stop()
 }
+
+// TestShutdownWithOpenConversation: SIGTERM while a realtime conversation is open and a reply is
+// streaming: the process drains it and exits 0 within --shutdown-grace (3 s here), and the
+// client's socket ends rather than hanging.
+func TestShutdownWithOpenConversation(t *testing.T) {
+	checkLeaks(t)
+	s := startRealtime(t, serverOpts{})
+	c := s.dialRealtime(t, s.mintBeta(t, s.jwt("shutdown-user", "")), true)
+	c.until("session.created", nil)
+	c.send(betaSessionUpdate(nil))
+	c.until("session.updated", nil)
+	c.send(textItem("Please say something before the server goes away."))
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.created", nil)
+	s.stop() // SIGTERM, exit status 0 required
+	for {
+		if _, ok := c.next(30 * time.Second); !ok {
+			break
+		}
+	}
+	c.mu.Lock()
+	err := c.readErr
+	c.mu.Unlock()
+	if st := websocket.CloseStatus(err); st != websocket.StatusGoingAway && st != websocket.StatusNormalClosure {
+		t.Errorf("socket ended with close status %v (%v), want going away (1001) or a normal close: never dropped without a word", st, err)
+	}
+	t.Logf("client socket ended: %v", err)
+}
