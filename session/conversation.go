@@ -67,6 +67,8 @@ type conversation struct {
 	items  []*entry
 	active *reply
 
+	budgetLimited atomic.Bool
+	budgetLeft    atomic.Int64 // nanoseconds the principal may still use (when limited)
 	heardSamples  atomic.Int64 // 16 kHz samples past the squelch, not yet metered
 	heardForReply atomic.Int64 // 16 kHz samples past the squelch since the last response.done
 	spokenSamples atomic.Int64 // 24 kHz samples sent, not yet metered
@@ -109,6 +111,7 @@ func (c *conversation) run(parent context.Context) {
 		}
 	}()
 
+	c.refreshBudget(c.ctx)
 	if err := c.start(); err != nil {
 		c.fail(err)
 		return
@@ -314,6 +317,38 @@ func (c *conversation) flushMeter(ctx context.Context, turnEnded bool) {
 	if err := c.engines.Meter.Record(ctx, u); err != nil {
 		c.log.Error("meter record failed", "err", err, "subject", u.Subject)
 	}
+	c.refreshBudget(ctx)
+}
+
+// refreshBudget asks the meter what the principal has left.
+func (c *conversation) refreshBudget(ctx context.Context) {
+	if c.engines.Budget == nil || c.ctx.Err() != nil {
+		return
+	}
+	left, limited, err := c.engines.Budget(ctx, c.grant.Principal)
+	if err != nil {
+		c.log.Error("quota check failed", "err", err, "subject", c.grant.Principal.Subject)
+		return
+	}
+	c.budgetLeft.Store(int64(left))
+	c.budgetLimited.Store(limited)
+}
+
+// spend counts d against the principal's budget; false when it is used up (the conversation is
+// then being closed with insufficient_quota).
+func (c *conversation) spend(d time.Duration) bool {
+	if !c.budgetLimited.Load() {
+		return true
+	}
+	if c.budgetLeft.Add(-int64(d)) > 0 {
+		return true
+	}
+	c.cancelReply("", errQuota)
+	if !c.closed.Load() {
+		c.closeWith(&wire.Error{Type: codeQuota, Code: codeQuota,
+			Message: "This principal has used its speech seconds for today."}, websocket.StatusPolicyViolation, "quota exceeded")
+	}
+	return false
 }
 
 // turnEnded asks the meter loop to record now.

@@ -72,10 +72,10 @@ type Usage struct {
 // NewFloor, NewSquelch or Meter turns that part off: no transcript (the items carry none), text
 // replies only, client commits only, all audio billed as heard, no metering.
 type Engines struct {
-	Ears       Ears
-	Voice      Voice
-	Mind       mind.Mind
-	Meter      Meter
+	Ears  Ears
+	Voice Voice
+	Mind  mind.Mind
+	Meter Meter
 	// NewFloor makes the turn detector for a session's turn_detection (never TurnNone); partial
 	// is what semantic_vad reads.
 	NewFloor   func(td wire.TurnDetection, partial Partial) (Floor, error)
@@ -86,6 +86,11 @@ type Engines struct {
 	// Admit, when set, is asked after the credential is verified and before the upgrade (a quota
 	// check): a non-nil error (a *speechcore.Refusal) refuses the socket.
 	Admit func(ctx context.Context, p Principal) error
+	// Budget, when set, says how much the principal may still use today (heard + spoken);
+	// limited false means no quota. It is asked when the conversation opens and after each
+	// meter record; in between the conversation counts down itself, delta by delta, and closes
+	// with insufficient_quota when nothing is left.
+	Budget func(ctx context.Context, p Principal) (left time.Duration, limited bool, err error)
 }
 
 func (e Engines) ready() error {

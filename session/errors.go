@@ -40,4 +40,5 @@ const (
 	codeTranscriptionFailed = "transcription_failed"
 	codeResponseFailed      = "response_failed"
 	codeShuttingDown        = "server_shutting_down"
+	codeQuota               = "insufficient_quota" // the type and code clients expect for billing (docs §9)
 )

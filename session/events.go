@@ -125,6 +125,9 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 	}
 	c.heardSamples.Add(int64(heard))
 	c.heardForReply.Add(int64(heard))
+	if !c.spend(time.Duration(heard) * time.Second / hearRate) {
+		return
+	}
 
 	for _, fe := range events {
 		at := max(c.floorBase+fe.Sample, 0)

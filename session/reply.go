@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/speechcore/audio"
@@ -15,6 +16,7 @@ import (
 var (
 	errTurnDetected    = errors.New("the user started speaking")
 	errClientCancelled = errors.New("response.cancel")
+	errQuota           = errors.New("quota exceeded")
 )
 
 // deltaSamples is the audio per output delta (200 ms at 24 kHz): a barge-in stops the reply
@@ -269,6 +271,9 @@ func (run *replyRun) say(piece string) error {
 			c.spokenSamples.Add(int64(n))
 			sent += n
 			pcm = pcm[n:]
+			if !c.spend(time.Duration(n) * time.Second / 24000) {
+				return errQuota
+			}
 		}
 		return nil
 	})

@@ -749,3 +749,80 @@ func TestCutWords(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetClosesConversation(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{},
+		Budget: func(context.Context, Principal) (time.Duration, bool, error) { return 300 * time.Millisecond, true, nil }}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": strings.Repeat("a long story ", 20)}}}})
+	c.expect("conversation.item.added", "conversation.item.done")
+	c.send(map[string]any{"type": "response.create"})
+	evs := c.until("error")
+	if e := evs[len(evs)-1]["error"].(map[string]any); e["code"] != "insufficient_quota" {
+		t.Fatalf("error %v", e)
+	}
+	var audioMs int
+	for _, e := range evs {
+		if e["type"] == "response.output_audio.delta" {
+			audioMs += 200
+		}
+	}
+	if audioMs > 400 {
+		t.Fatalf("%d ms of audio sent on a 300 ms budget", audioMs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := c.conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("close %v, want 1008", err)
+	}
+}
+
+// partialFloor records what semantic_vad would read.
+type partialFloor struct {
+	energyFloor
+	partial Partial
+	seen    chan string
+}
+
+func (f *partialFloor) Push(pcm []float32) ([]FloorEvent, error) {
+	if p := f.partial(); p != "" {
+		select {
+		case f.seen <- p:
+		default:
+		}
+	}
+	return f.energyFloor.Push(pcm)
+}
+
+func TestSemanticFloorReadsPartials(t *testing.T) {
+	leakCheck(t)
+	seen := make(chan string, 1)
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"so I was thinking"}, Voice: fakeVoice{},
+		NewFloor: func(td wire.TurnDetection, p Partial) (Floor, error) {
+			if td.Type != wire.TurnSemanticVAD {
+				return &energyFloor{}, nil
+			}
+			return &partialFloor{partial: p, seen: seen}, nil
+		}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio": map[string]any{"input": map[string]any{"turn_detection": map[string]any{"type": "semantic_vad", "eagerness": "low"}}}}})
+	c.expect("session.updated")
+	for i := 0; ; i++ {
+		c.send(appendEvent(pcm24(100, true)))
+		select {
+		case p := <-seen:
+			if p != "so I was thinking" {
+				t.Fatalf("partial %q", p)
+			}
+			c.conn.Close(websocket.StatusNormalClosure, "")
+			return
+		default:
+		}
+		if i > 300 {
+			t.Fatal("the floor never read a partial transcript")
+		}
+	}
+}

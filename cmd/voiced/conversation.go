@@ -172,6 +172,13 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 			}
 			return nil
 		}
+		e.Budget = func(ctx context.Context, p session.Principal) (time.Duration, bool, error) {
+			left, err := app.Meter.Remaining(ctx, p.Subject)
+			if err != nil || left < 0 {
+				return 0, false, err
+			}
+			return time.Duration(left * float64(time.Second)), true, nil
+		}
 	}
 	if svc == nil {
 		e.Ready = func() error { return speechcore.ErrNotMounted }
