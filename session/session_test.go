@@ -753,7 +753,9 @@ func TestCutWords(t *testing.T) {
 func TestBudgetClosesConversation(t *testing.T) {
 	leakCheck(t)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{},
-		Budget: func(context.Context, Principal) (time.Duration, bool, error) { return 300 * time.Millisecond, true, nil }}})
+		Budget: func(context.Context, Principal) (time.Duration, bool, error) {
+			return 300 * time.Millisecond, true, nil
+		}}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
 		"content": []any{map[string]any{"type": "input_text", "text": strings.Repeat("a long story ", 20)}}}})
