@@ -117,13 +117,17 @@ func (c *conversation) run(parent context.Context) {
 		return
 	}
 	c.idle = time.AfterFunc(c.srv.cfg.IdleTimeout, func() {
-		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("no events for %s", c.srv.cfg.IdleTimeout)),
+		c.closeWith(wire.ErrSessionIdle(c.srv.cfg.IdleTimeout.String()),
 			websocket.StatusGoingAway, "idle")
 	})
 	defer c.idle.Stop()
 
 	for {
-		typ, data, err := c.conn.Read(c.ctx)
+		typ, data, err := c.readFrame()
+		if errors.Is(err, errFrameTooBig) {
+			c.send(wire.ErrInvalidValue("audio", "", "Invalid event: a client event may be at most %d MiB (an append carries at most 15 MiB of audio).", ReadLimit>>20))
+			continue
+		}
 		if err != nil {
 			if websocket.CloseStatus(err) == -1 && c.ctx.Err() == nil && !c.closed.Load() {
 				c.log.Debug("realtime read ended", "err", err)
@@ -139,12 +143,35 @@ func (c *conversation) run(parent context.Context) {
 			continue
 		}
 		ev, err := wire.Decode(data, c.dialect)
+		data = nil
 		if err != nil {
 			c.sendError(err)
 			continue
 		}
 		c.handle(ev)
 	}
+}
+
+var errFrameTooBig = errors.New("client frame over the read limit")
+
+// readFrame reads one message: over ReadLimit it is discarded and errFrameTooBig returned (the
+// session stays open); over HardReadLimit the socket closes (1009).
+func (c *conversation) readFrame() (websocket.MessageType, []byte, error) {
+	typ, r, err := c.conn.Reader(c.ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, ReadLimit+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(data) > ReadLimit {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return 0, nil, err
+		}
+		return typ, nil, errFrameTooBig
+	}
+	return typ, data, nil
 }
 
 // start sends session.created, with the ticket's session config applied first.

@@ -99,8 +99,7 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 // appendAudio takes one append: the floor is decided on it before anything else hears it.
 func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 	if c.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
-		c.send(wire.ErrInvalidValue("audio", e.ClientEventID(),
-			"Invalid 'audio': pcm16 audio must be whole 16-bit samples; got %d bytes.", len(e.Audio)))
+		c.send(wire.ErrAudioLength(c.sess.InputFormat, len(e.Audio), e.ClientEventID()))
 		return
 	}
 	pcm, err := c.input.append(e.Audio)

@@ -34,8 +34,11 @@ const (
 	DefaultSessionLimit = 600 * time.Second
 	// DefaultIdleTimeout closes a conversation that sent nothing for this long.
 	DefaultIdleTimeout = 120 * time.Second
-	// ReadLimit bounds one client frame: an append may carry 15 MiB of base64 audio.
+	// ReadLimit bounds one client event: an append may carry 15 MiB of audio. A bigger event is
+	// read, discarded and answered with an error event; the session stays open.
 	ReadLimit = 16 << 20
+	// HardReadLimit closes the socket (1009): past it a frame is not even read through.
+	HardReadLimit = 64 << 20
 )
 
 // Config is one Server's configuration; zero values take the defaults above.
@@ -453,7 +456,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("realtime upgrade failed", "err", err)
 		return
 	}
-	conn.SetReadLimit(ReadLimit)
+	conn.SetReadLimit(HardReadLimit)
 	model := r.URL.Query().Get("model")
 	if model == "" {
 		model = grant.Model

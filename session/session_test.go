@@ -828,3 +828,15 @@ func TestSemanticFloorReadsPartials(t *testing.T) {
 		}
 	}
 }
+
+func TestOversizedAppendKeepsSession(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{})
+	c := ts.open(t)
+	big := `{"type":"input_audio_buffer.append","audio":"` + strings.Repeat("A", ReadLimit) + `"}`
+	c.sendRaw(big)
+	c.expectError(wire.CodeInvalidValue)
+	c.send(map[string]any{"type": "input_audio_buffer.clear"})
+	c.expect("input_audio_buffer.cleared")
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
