@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -320,4 +322,59 @@ func TestShutdownWithOpenConversation(t *testing.T) {
 		t.Errorf("socket ended with close status %v (%v), want going away (1001) or a normal close: never dropped without a word", st, err)
 	}
 	t.Logf("client socket ended: %v", err)
+}
+
+// pocketsphinxSpeech reads a pocketsphinx-testdata recording (raw: PCM16LE mono 16 kHz; or WAV)
+// as 24 kHz PCM16; skips when the Debian package is not installed.
+func pocketsphinxSpeech(t testing.TB, name string) []int16 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/usr/share/pocketsphinx/test/data", name))
+	if err != nil {
+		t.Skipf("pocketsphinx-testdata is not installed (scripts/install-deps.sh --test installs it): %v", err)
+	}
+	var pcm []float32
+	var rate = 16000
+	if strings.HasSuffix(name, ".wav") {
+		if pcm, rate, err = audio.DecodeWAVBytes(b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	} else if pcm, err = audio.PCM16ToFloat32(b[:len(b)&^1]); err != nil {
+		t.Fatal(err)
+	}
+	return audio.Float32ToInt16(audio.Resample(pcm, rate, 24000))
+}
+
+// TestRealtimeRealSpeechGA: every real-speech source spoken into a GA server_vad conversation
+// (a raw socket holding the same item rules with GA names): the floor opens on it and a reply
+// completes with audio.
+func TestRealtimeRealSpeechGA(t *testing.T) {
+	checkLeaks(t)
+	s := startRealtime(t, serverOpts{})
+	sources := map[string]func(t *testing.T) []int16{
+		"silero samples.pcm":       func(t *testing.T) []int16 { return sileroSpeech(t, "samples.pcm") },
+		"silero samples2.pcm":      func(t *testing.T) []int16 { return sileroSpeech(t, "samples2.pcm") },
+		"espeak-ng":                func(t *testing.T) []int16 { return espeakSpeech(t, "Could you tell me the time, please?") },
+		"pocketsphinx numbers.raw": func(t *testing.T) []int16 { return pocketsphinxSpeech(t, "numbers.raw") },
+		"pocketsphinx librivox 0880": func(t *testing.T) []int16 {
+			return pocketsphinxSpeech(t, "librivox/sense_and_sensibility_01_austen_64kb-0880.wav")
+		},
+	}
+	for name, source := range sources {
+		t.Run(name, func(t *testing.T) {
+			speech := source(t)
+			c := s.dialRealtime(t, s.mintGA(t, s.jwt("ga-"+randHex(3), "")), false)
+			c.until("session.created", nil)
+			c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+				"audio": map[string]any{"input": map[string]any{"turn_detection": map[string]any{"type": "server_vad"}}}}})
+			c.until("session.updated", nil)
+			c.appendAudio(append(append(silence24k(0.5), speech...), silence24k(1.5)...))
+			evs := c.untilCompleted()
+			if len(replyAudio(t, evs)) == 0 {
+				t.Errorf("completed response without output audio: %v", types(evs))
+			}
+			c.checkStrict()
+			c.close()
+		})
+	}
+	s.stop()
 }
