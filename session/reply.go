@@ -277,6 +277,13 @@ func (run *replyRun) say(piece string) error {
 		}
 		return nil
 	})
+	if run.out != nil && err == nil {
+		// The resampler holds its delay back: a piece's audio ends with the piece.
+		if tail := run.out.Flush(); len(tail) > 0 {
+			c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: run.g711(audio.Float32ToInt16(tail))})
+		}
+		run.out.Reset()
+	}
 	run.spoken += sent
 	c.mu.Lock()
 	run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
@@ -289,14 +296,18 @@ func (run *replyRun) say(piece string) error {
 
 // encode renders 24 kHz PCM16 in the output format.
 func (run *replyRun) encode(pcm []int16) []byte {
-	switch run.cfg.OutputFormat {
-	case wire.G711Ulaw:
-		return audio.Int16ToMulaw(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
-	case wire.G711Alaw:
-		return audio.Int16ToAlaw(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
-	default:
+	if run.out == nil {
 		return audio.Int16ToBytes(pcm)
 	}
+	return run.g711(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
+}
+
+// g711 encodes 8 kHz samples in the output format's law.
+func (run *replyRun) g711(pcm8k []int16) []byte {
+	if run.cfg.OutputFormat == wire.G711Alaw {
+		return audio.Int16ToAlaw(pcm8k)
+	}
+	return audio.Int16ToMulaw(pcm8k)
 }
 
 // callDelta starts or extends a function_call item.

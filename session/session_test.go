@@ -2,10 +2,12 @@ package session
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -16,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -838,5 +841,46 @@ func TestOversizedAppendKeepsSession(t *testing.T) {
 	c.expectError(wire.CodeInvalidValue)
 	c.send(map[string]any{"type": "input_audio_buffer.clear"})
 	c.expect("input_audio_buffer.cleared")
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// G.711 both ways: μ-law in is heard (the floor hears it at 16 kHz), A-law out is 8 kHz bytes.
+func TestG711Formats(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewFloor: newEnergyFloor}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "audio": map[string]any{
+		"input":  map[string]any{"format": map[string]any{"type": "audio/pcmu"}},
+		"output": map[string]any{"format": map[string]any{"type": "audio/pcma"}}}}})
+	c.expect("session.updated")
+	tone := make([]int16, 800) // 100 ms at 8 kHz
+	for i := range tone {
+		tone[i] = int16(12000 * math.Sin(2*math.Pi*300*float64(i)/8000))
+	}
+	loud, quiet := audio.Int16ToMulaw(tone), audio.Int16ToMulaw(make([]int16, 800))
+	for range 5 {
+		c.send(appendEvent(loud))
+	}
+	for range 3 {
+		c.send(appendEvent(quiet))
+	}
+	evs := c.until("response.done")
+	if evs[0]["type"] != "input_audio_buffer.speech_started" {
+		t.Fatalf("μ-law speech not heard: %v", types(evs))
+	}
+	var bytes int
+	for _, e := range evs {
+		if e["type"] == "response.output_audio.delta" {
+			b, err := base64.StdEncoding.DecodeString(e["delta"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bytes += len(b)
+		}
+	}
+	// "You said: hi." is 13 characters: 130 ms of fakeVoice audio = 1040 A-law bytes at 8 kHz.
+	if bytes < 1000 || bytes > 1080 {
+		t.Fatalf("A-law reply of %d bytes, want about 1040", bytes)
+	}
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
