@@ -32,6 +32,7 @@ func init() {
 			mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
 			maxConversations, maxPerTenant                          int
 			srv                                                     *session.Server
+			stopKeys                                                context.CancelFunc = func() {}
 		)
 		return &component{
 			flags: func(fs *flag.FlagSet) {
@@ -86,7 +87,10 @@ func init() {
 							return err
 						}
 					}
-					if verifier, err = session.NewVerifier(ctx, vc); err != nil {
+					// The JWKS cache refreshes for the server's life, not the start's.
+					var keysCtx context.Context
+					keysCtx, stopKeys = context.WithCancel(context.WithoutCancel(ctx))
+					if verifier, err = session.NewVerifier(keysCtx, vc); err != nil {
 						return err
 					}
 				} else {
@@ -114,6 +118,7 @@ func init() {
 				return nil
 			},
 			stop: func(ctx context.Context) error {
+				defer stopKeys()
 				if srv == nil {
 					return nil
 				}

@@ -1,0 +1,134 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/voiced/voiced/speechcore"
+)
+
+// rsaKeys returns a signing key (kid "k1") and the public JWKS JSON.
+func rsaKeys(t *testing.T) (jwk.Key, []byte) {
+	t.Helper()
+	raw, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := jwk.FromRaw(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv.Set(jwk.KeyIDKey, "k1")
+	priv.Set(jwk.AlgorithmKey, jwa.RS256)
+	pub, err := priv.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := jwk.NewSet()
+	set.AddKey(pub)
+	b, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv, b
+}
+
+func signRS(t *testing.T, key jwk.Key, claims map[string]any) string {
+	t.Helper()
+	tok := jwt.New()
+	for k, v := range claims {
+		tok.Set(k, v)
+	}
+	b, err := jwt.Sign(tok, jwt.WithKey(jwa.RS256, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestVerifierJWKS(t *testing.T) {
+	key, set := rsaKeys(t)
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	os.WriteFile(file, set, 0o600)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(set)
+	}))
+	defer srv.Close()
+	clk := newClock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exp := clk.Now().Add(time.Hour).Unix()
+	for name, source := range map[string]string{"file": file, "url": srv.URL + "/jwks.json"} {
+		t.Run(name, func(t *testing.T) {
+			v, err := NewVerifier(ctx, VerifierConfig{JWKS: source, Issuer: "https://idp.test", Audience: "voiced", Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tests := map[string]struct {
+				claims map[string]any
+				org    string
+				want   Principal
+				err    error
+			}{
+				"good":           {map[string]any{"sub": "ann", "org": "o1", "iss": "https://idp.test", "aud": "voiced", "exp": exp}, "", Principal{"ann", "o1"}, nil},
+				"wrong issuer":   {map[string]any{"sub": "ann", "iss": "https://evil.test", "aud": "voiced", "exp": exp}, "", Principal{}, ErrInvalidToken},
+				"wrong audience": {map[string]any{"sub": "ann", "iss": "https://idp.test", "aud": "other", "exp": exp}, "", Principal{}, ErrInvalidToken},
+				"no sub":         {map[string]any{"iss": "https://idp.test", "aud": "voiced", "exp": exp}, "", Principal{}, ErrNoSubject},
+				"member org":     {map[string]any{"sub": "ann", "org": "o1", "orgs": []string{"o2"}, "iss": "https://idp.test", "aud": "voiced", "exp": exp}, "o2", Principal{"ann", "o2"}, nil},
+				"foreign org":    {map[string]any{"sub": "ann", "org": "o1", "orgs": []string{"o2"}, "iss": "https://idp.test", "aud": "voiced", "exp": exp}, "o3", Principal{}, ErrNoOrg},
+			}
+			for name, tc := range tests {
+				p, err := v.Verify(signRS(t, key, tc.claims), tc.org)
+				if tc.err != nil {
+					var ref *speechcore.Refusal
+					if !errors.As(err, &ref) || ref.Name != tc.err.(*speechcore.Refusal).Name {
+						t.Errorf("%s: err %v, want %v", name, err, tc.err)
+					}
+					continue
+				}
+				if err != nil || p != tc.want {
+					t.Errorf("%s: %+v %v, want %+v", name, p, err, tc.want)
+				}
+			}
+			// A token signed with another key does not verify.
+			other, _ := rsaKeys(t)
+			if _, err := v.Verify(signRS(t, other, map[string]any{"sub": "x", "exp": exp}), ""); err == nil {
+				t.Error("a token from another key verified")
+			}
+		})
+	}
+	if _, err := NewVerifier(ctx, VerifierConfig{JWKS: "http://127.0.0.1:1/none"}); err == nil {
+		t.Error("an unreachable JWKS URL was accepted at start")
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	clk := newClock()
+	v, err := NewVerifier(context.Background(), VerifierConfig{Secret: testSecret, Now: clk.Now})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.sig")
+	f.Add("")
+	f.Add("a.b.c.d")
+	f.Fuzz(func(t *testing.T, tok string) {
+		p, err := v.Verify(tok, "org")
+		if err == nil && p.Subject == "" {
+			t.Fatalf("verified without a subject: %q", tok)
+		}
+	})
+}
