@@ -41,7 +41,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // token signs a principal JWT with the test secret; claims override the defaults.
-func token(t *testing.T, clk *clock, claims map[string]any) string {
+func token(t testing.TB, clk *clock, claims map[string]any) string {
 	t.Helper()
 	tok := jwt.New()
 	base := map[string]any{"sub": "user-1", "org": "org-a", "exp": clk.Now().Add(time.Hour).Unix()}
@@ -70,7 +70,7 @@ type testServer struct {
 	http  *httptest.Server
 }
 
-func newTestServer(t *testing.T, cfg Config) *testServer {
+func newTestServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	clk := newClock()
 	v, err := NewVerifier(context.Background(), VerifierConfig{Secret: testSecret, Now: clk.Now})
@@ -102,7 +102,7 @@ func newTestServer(t *testing.T, cfg Config) *testServer {
 }
 
 // post sends a JSON POST with a bearer token and decodes the JSON answer.
-func (ts *testServer) post(t *testing.T, path, bearer string, body any, hdr map[string]string) (int, map[string]any) {
+func (ts *testServer) post(t testing.TB, path, bearer string, body any, hdr map[string]string) (int, map[string]any) {
 	t.Helper()
 	var rd *strings.Reader
 	if body == nil {
@@ -128,7 +128,7 @@ func (ts *testServer) post(t *testing.T, path, bearer string, body any, hdr map[
 	return resp.StatusCode, out
 }
 
-func (ts *testServer) ticket(t *testing.T) string {
+func (ts *testServer) ticket(t testing.TB) string {
 	t.Helper()
 	code, out := ts.post(t, "/v1/voice/session", token(t, ts.clock, nil), nil, nil)
 	if code != http.StatusOK {
@@ -139,7 +139,7 @@ func (ts *testServer) ticket(t *testing.T) string {
 
 // client is a realtime test client.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	conn *websocket.Conn
 	resp *http.Response
 }
