@@ -29,6 +29,10 @@ const (
 // data chunk to the end of the input.
 const UnknownLength = -1
 
+// wavPlaceholderSize and above, as a data size, is a streaming writer's placeholder rather than a
+// length: no real WAV here holds 2 GiB, and a short file declaring it was not truncated but streamed.
+const wavPlaceholderSize = 0x7FFF0000
+
 const wavStreamSize = 0xffffffff
 
 // ksDataFormatTail is the GUID suffix every KSDATAFORMAT_SUBTYPE_* shares after its two-byte tag.
@@ -83,8 +87,11 @@ func DecodeWAVBytes(b []byte) (samples []float32, rate int, err error) {
 			}
 			data := rest
 			switch {
-			case size == wavStreamSize:
-				// Streamed WAV: the data runs to the end of the input.
+			case size == wavStreamSize || size >= wavPlaceholderSize:
+				// Streamed WAV: the data runs to the end of the input. Writers that cannot seek
+				// put 0xFFFFFFFF or a huge placeholder (espeak-ng --stdout writes 0x7FFFF000);
+				// a trailing partial frame is dropped rather than refused.
+				data = rest[:len(rest)-len(rest)%max(format.blockAlign, 1)]
 			case size > uint64(len(rest)):
 				return nil, 0, fmt.Errorf("audio: wav: data chunk declares %d bytes, %d present: %w", size, len(rest), ErrWAVTruncated)
 			default:
