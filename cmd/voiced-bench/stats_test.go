@@ -149,3 +149,25 @@ voiced_pass_seconds_count{model="whisper"} 5
 		t.Errorf("turn wait mean %v ms, want 500 (values %v)", v, r.Values)
 	}
 }
+
+func TestLoopbackOnly(t *testing.T) {
+	tests := map[string]bool{
+		"http://127.0.0.1:8200":    true,
+		"https://127.0.0.2:1":      true,
+		"http://[::1]:8200":        true,
+		"http://localhost:8200":    true,
+		"http://10.0.0.1:8200":     false,
+		"http://example.com":       false,
+		"http://0.0.0.0:8200":      false,
+		"ws://127.0.0.1:8200":      false,
+		"http://127.0.0.1.nip.io/": false,
+	}
+	for raw, ok := range tests {
+		t.Run(raw, func(t *testing.T) {
+			_, err := loopbackURL(raw)
+			if (err == nil) != ok {
+				t.Fatalf("loopbackURL(%q) err = %v, want ok=%v", raw, err, ok)
+			}
+		})
+	}
+}
