@@ -60,12 +60,12 @@ type conversation struct {
 	squelch     Squelch
 	speechItem  string // the user item named by speech_started, until committed
 	partials    partials
-	idle        *time.Timer
 
 	// Shared with workers, under mu.
 	mu     sync.Mutex
 	items  []*entry
 	active *reply
+	idle   *time.Timer // set once under mu before the read loop runs; its callback reads it under mu
 
 	budgetLimited atomic.Bool
 	budgetLeft    atomic.Int64 // nanoseconds the principal may still use (when limited)
@@ -116,10 +116,21 @@ func (c *conversation) run(parent context.Context) {
 		c.fail(err)
 		return
 	}
-	c.idle = time.AfterFunc(c.srv.cfg.IdleTimeout, func() {
-		c.closeWith(wire.ErrSessionIdle(c.srv.cfg.IdleTimeout.String()),
-			websocket.StatusGoingAway, "idle")
+	idleTimeout := c.srv.cfg.IdleTimeout
+	c.mu.Lock()
+	c.idle = time.AfterFunc(idleTimeout, func() {
+		// A client listening to a long reply sends nothing: idle counts only while no reply runs.
+		c.mu.Lock()
+		busy := c.active != nil
+		if busy {
+			c.idle.Reset(idleTimeout)
+		}
+		c.mu.Unlock()
+		if !busy {
+			c.closeWith(wire.ErrSessionIdle(idleTimeout.String()), websocket.StatusGoingAway, "idle")
+		}
 	})
+	c.mu.Unlock()
 	defer c.idle.Stop()
 
 	for {
@@ -134,7 +145,7 @@ func (c *conversation) run(parent context.Context) {
 			}
 			return
 		}
-		c.idle.Reset(c.srv.cfg.IdleTimeout)
+		c.idle.Reset(idleTimeout)
 		if c.closed.Load() {
 			return
 		}

@@ -243,7 +243,20 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 			return
 		}
 	}
+	// A user audio part without a transcript is heard like committed audio, so the mind has words.
+	var pcm []float32
+	if it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
+		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0 {
+		if samples, err := decodeInput(c.sess.InputFormat, it.Content[0].Audio); err == nil {
+			pcm = audio.Resample(samples, c.sess.InputFormat.SampleRate(), hearRate)
+			ent.ready = make(chan struct{})
+		}
+	}
 	prev := c.appendEntry(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+	if ent.ready != nil {
+		transcribe := c.sess.Transcription != nil
+		c.work.Go(func() { c.transcribe(ent, pcm, transcribe) })
+	}
 }

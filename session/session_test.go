@@ -884,3 +884,37 @@ func TestG711Formats(t *testing.T) {
 	}
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
+
+// A client listening to a reply longer than the idle timeout is not closed for idling.
+func TestIdleWaitsForReply(t *testing.T) {
+	leakCheck(t)
+	gate := make(chan struct{})
+	ts := newTestServer(t, Config{IdleTimeout: 50 * time.Millisecond, Engines: Engines{Voice: fakeVoice{gate: gate}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.output_audio_transcript.delta")
+	time.Sleep(200 * time.Millisecond) // four idle periods pass while the reply is held
+	close(gate)
+	evs := c.until("response.done")
+	if d := evs[len(evs)-1]["response"].(map[string]any); d["status"] != "completed" {
+		t.Fatalf("reply %v", d)
+	}
+	c.expectError(wire.CodeSessionExpired) // idle again once the reply is done
+}
+
+// A user audio item created by the client is transcribed before the mind hears it.
+func TestCreatedAudioItemIsHeard(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"from an item"}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_audio", "audio": base64.StdEncoding.EncodeToString(pcm24(300, true))}}}})
+	c.expect("conversation.item.added", "conversation.item.done")
+	c.send(map[string]any{"type": "response.create"})
+	evs := c.until("response.done")
+	out := evs[len(evs)-1]["response"].(map[string]any)["output"].([]any)[0].(map[string]any)
+	if text := out["content"].([]any)[0].(map[string]any)["text"]; text != "You said: from an item." {
+		t.Fatalf("reply %v", out)
+	}
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
