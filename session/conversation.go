@@ -62,10 +62,11 @@ type conversation struct {
 	partials    partials
 
 	// Shared with workers, under mu.
-	mu     sync.Mutex
-	items  []*entry
-	active *reply
-	idle   *time.Timer // set once under mu before the read loop runs; its callback reads it under mu
+	mu        sync.Mutex
+	items     []*entry
+	active    *reply
+	outOfBand map[string]*reply // running out-of-band responses by id
+	idle      *time.Timer       // set once under mu before the read loop runs; its callback reads it under mu
 
 	budgetLimited atomic.Bool
 	budgetLeft    atomic.Int64 // nanoseconds the principal may still use (when limited)

@@ -34,22 +34,34 @@ type reply struct {
 	cancelled bool          // under conversation.mu
 	done      chan struct{} // closed when its response.done is queued
 	prev      chan struct{} // the previous reply's done, when it was still finishing
+	// outOfBand: response.create with conversation "none": its items are not written to the
+	// conversation, it does not block other responses, and only response.cancel naming it stops it.
+	outOfBand bool
 }
 
-// startReply begins a response on a worker; a response still writing is an error.
+// startReply begins a response on a worker; a response still writing the conversation is an
+// error (out-of-band responses run beside it).
 func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.Error {
-	c.mu.Lock()
-	var prev chan struct{}
-	if a := c.active; a != nil {
-		if !a.cancelled {
-			c.mu.Unlock()
-			return wire.ErrActiveResponse(a.id, eventID)
-		}
-		prev = a.done // cancelled, finishing its done events: the new reply waits for them
-	}
 	ctx, cancel := context.WithCancelCause(c.ctx)
-	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}), prev: prev}
-	c.active = r
+	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		outOfBand: p.Conversation == "none"}
+	c.mu.Lock()
+	if r.outOfBand {
+		if c.outOfBand == nil {
+			c.outOfBand = map[string]*reply{}
+		}
+		c.outOfBand[r.id] = r
+	} else {
+		if a := c.active; a != nil {
+			if !a.cancelled {
+				c.mu.Unlock()
+				cancel(nil)
+				return wire.ErrActiveResponse(a.id, eventID)
+			}
+			r.prev = a.done // cancelled, finishing its done events: the new reply waits for them
+		}
+		c.active = r
+	}
 	c.mu.Unlock()
 
 	cfg := c.sess.ForResponse(p)
@@ -64,11 +76,15 @@ func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.E
 	return nil
 }
 
-// cancelReply cancels the active response (id "" = whichever); false when none is running.
+// cancelReply cancels the active response (id "" = whichever) or the out-of-band one id names;
+// false when there is none to cancel.
 func (c *conversation) cancelReply(id string, cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.active
+	if id != "" && c.outOfBand[id] != nil {
+		a = c.outOfBand[id]
+	}
 	if a == nil || a.cancelled || (id != "" && id != a.id) {
 		return false
 	}
@@ -105,7 +121,11 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 			return
 		}
 	}
-	run := &replyRun{c: c, r: r, cfg: cfg, resp: wire.NewResponse(r.id, c.convID, cfg),
+	convID := c.convID
+	if r.outOfBand {
+		convID = "" // null: not written to the conversation
+	}
+	run := &replyRun{c: c, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
 		speak: !cfg.TextOnly && c.engines.Voice != nil, calls: map[int]*entry{}}
 	if run.speak {
 		run.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: splitChars})
@@ -225,9 +245,8 @@ func (run *replyRun) openMessage() {
 		Role: wire.RoleAssistant, Content: []wire.ContentPart{}}}
 	run.msg, run.msgIdx = e, len(run.outputs)
 	run.outputs = append(run.outputs, e)
-	prev := c.appendEntry(e, "")
 	c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
-	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
+	run.addToConversation(e)
 	part := run.contentPart()
 	c.mu.Lock()
 	e.item.Content = []wire.ContentPart{part}
@@ -324,12 +343,13 @@ func (run *replyRun) callDelta(d *mind.CallDelta) {
 		run.calls[d.Index] = e
 		idx := len(run.outputs)
 		run.outputs = append(run.outputs, e)
-		prev := c.appendEntry(e, "")
 		c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
-		c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
+		run.addToConversation(e)
 	}
 	if d.Name != "" && e.item.Name == "" {
+		c.mu.Lock()
 		e.item.Name = d.Name
+		c.mu.Unlock()
 	}
 	if d.Arguments == "" {
 		return
@@ -339,6 +359,15 @@ func (run *replyRun) callDelta(d *mind.CallDelta) {
 	c.mu.Unlock()
 	c.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
 		OutputIndex: run.outputIndex(e), CallID: e.item.CallID, Delta: d.Arguments})
+}
+
+// addToConversation writes an output item into the conversation (not for out-of-band responses).
+func (run *replyRun) addToConversation(e *entry) {
+	if run.r.outOfBand {
+		return
+	}
+	prev := run.c.appendEntry(e, "")
+	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
 func (run *replyRun) outputIndex(e *entry) int {
@@ -402,7 +431,9 @@ func (run *replyRun) finish(err error) {
 				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 		}
 		c.send(wire.ResponseOutputItemDone{ResponseID: r.id, OutputIndex: i, Item: it})
-		c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+		if !r.outOfBand {
+			c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+		}
 	}
 
 	done := run.resp
@@ -425,6 +456,7 @@ func (run *replyRun) finish(err error) {
 	if c.active == r {
 		c.active = nil
 	}
+	delete(c.outOfBand, r.id)
 	c.mu.Unlock()
 	c.send(wire.ResponseDone{Response: done})
 	close(r.done)

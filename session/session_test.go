@@ -918,3 +918,29 @@ func TestCreatedAudioItemIsHeard(t *testing.T) {
 	}
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
+
+// conversation:"none": an out-of-band response runs beside the one writing the conversation and
+// leaves the conversation untouched.
+func TestOutOfBandResponse(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "classify me"}}}})
+	c.expect("conversation.item.added", "conversation.item.done")
+	c.send(map[string]any{"type": "response.create", "response": map[string]any{"conversation": "none", "metadata": map[string]any{"topic": "x"}}})
+	evs := c.until("response.done")
+	for _, e := range evs {
+		if strings.HasPrefix(e["type"].(string), "conversation.item.") {
+			t.Fatalf("out-of-band response wrote the conversation: %v", e)
+		}
+	}
+	done := evs[len(evs)-1]["response"].(map[string]any)
+	if done["conversation_id"] != nil || done["status"] != "completed" {
+		t.Fatalf("out-of-band response.done %v", done)
+	}
+	itemID := done["output"].([]any)[0].(map[string]any)["id"]
+	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": itemID})
+	c.expectError(wire.CodeInvalidValue)
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
