@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(espeak-ng libespeak-ng-dev gcc make ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(pocketsphinx-testdata sox postgresql redis-server)
+  pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,459 @@
+// voiced's browser page: microphone → realtime socket (/v1/voice, GA dialect) → speaker, with the
+// live transcript and latency figures. Plain JS, no build step, nothing fetched from elsewhere.
+"use strict";
+
+(() => {
+  const RATE = 24000; // pcm16 both ways
+  const CHUNK_SAMPLES = 960; // 40 ms per input_audio_buffer.append
+  const JITTER_S = 0.06; // lead given to the first chunk after silence, so later chunks queue behind it
+  const MAX_BUFFERED = 1 << 20; // bytes the socket may hold before microphone chunks are dropped
+  const FIGURES = ["stopToAudio", "stopToSound", "stopToTranscript", "stopToReplyText"];
+
+  const $ = (id) => document.getElementById(id);
+
+  // What happened, for people (the panels) and for the tests (window.voicedPage).
+  const state = {
+    phase: "idle", // idle | ticket | connecting | open | closed | failed
+    sessionId: null,
+    events: {}, // server event type → count
+    sentAppends: 0,
+    sentSamples: 0,
+    droppedChunks: 0,
+    receivedSamples: 0,
+    truncations: [], // {item_id, audio_end_ms}
+    errors: [], // {code, message}
+    latency: Object.fromEntries(FIGURES.map((f) => [f, []])), // ms per turn
+    close: null, // {code, reason}
+  };
+  window.voicedPage = state;
+
+  let ws = null;
+  let ctx = null; // the AudioContext: microphone in, speaker out
+  let mic = null; // MediaStream
+  let capture = null; // AudioWorkletNode
+  let player = null;
+  let sending = false;
+  let turn = null; // {stoppedAt, item_id, seen:{figure:true}}
+  const lines = new Map(); // item_id → transcript line
+
+  // ---- the panels ----
+
+  function setPhase(phase, text) {
+    state.phase = phase;
+    const s = $("status");
+    s.className = "status " + ({ ticket: "busy", connecting: "busy" }[phase] || phase);
+    s.textContent = text || phase;
+    const live = phase === "ticket" || phase === "connecting" || phase === "open";
+    $("connect").disabled = live;
+    $("hangup").disabled = !live;
+  }
+
+  function showError(code, message) {
+    state.errors.push({ code, message });
+    const list = $("errors");
+    const none = list.querySelector(".none");
+    if (none) none.remove();
+    const li = document.createElement("li");
+    const c = document.createElement("span");
+    c.className = "code";
+    c.textContent = code;
+    li.append(c, " — " + message);
+    list.prepend(li);
+    while (list.children.length > 20) list.lastChild.remove();
+  }
+
+  function line(itemId, role) {
+    let l = lines.get(itemId);
+    if (l) return l;
+    const li = document.createElement("li");
+    li.className = role;
+    const who = document.createElement("span");
+    who.className = "who";
+    who.textContent = role === "user" ? "you" : "voiced";
+    const text = document.createElement("span");
+    text.className = "text pending";
+    text.textContent = "…";
+    const note = document.createElement("span");
+    note.className = "note";
+    li.append(who, text, note);
+    const list = $("transcript");
+    list.append(li);
+    list.scrollTop = list.scrollHeight;
+    l = { li, text, note, value: "" };
+    lines.set(itemId, l);
+    return l;
+  }
+
+  function setText(l, value) {
+    l.value = value;
+    l.text.textContent = value || "…";
+    l.text.classList.toggle("pending", !value);
+    const list = $("transcript");
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function seconds(samples) {
+    return (samples / RATE).toFixed(1) + " s";
+  }
+
+  function showCounts() {
+    $("sent").textContent = seconds(state.sentSamples);
+    $("received").textContent = seconds(state.receivedSamples);
+  }
+
+  function median(xs) {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  }
+
+  // figure records one latency of the current turn (once per turn per figure).
+  function figure(name, ms) {
+    if (!turn || turn.seen[name]) return;
+    turn.seen[name] = true;
+    const xs = state.latency[name];
+    xs.push(Math.round(ms));
+    const cells = document.querySelectorAll(`#latency tr[data-figure="${name}"] td`);
+    cells[0].textContent = Math.round(ms) + " ms";
+    cells[1].textContent = Math.round(median(xs)) + " ms";
+    cells[2].textContent = String(xs.length);
+  }
+
+  // ---- audio ----
+
+  function base64(buffer) {
+    const b = new Uint8Array(buffer);
+    let s = "";
+    for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+    return btoa(s);
+  }
+
+  function pcm16(b64) {
+    const s = atob(b64);
+    const out = new Int16Array(s.length >> 1);
+    for (let i = 0; i < out.length; i++) {
+      const v = s.charCodeAt(2 * i) | (s.charCodeAt(2 * i + 1) << 8);
+      out[i] = v > 32767 ? v - 65536 : v;
+    }
+    return out;
+  }
+
+  // Player schedules each delta behind the last on the AudioContext clock: a small jitter queue.
+  // It knows how much of each assistant item has been played, for the truncate after a barge-in.
+  class Player {
+    constructor(context) {
+      this.ctx = context;
+      this.out = context.createGain();
+      this.out.connect(context.destination);
+      this.sources = new Set();
+      this.next = 0; // context time the next chunk starts
+      this.item = null; // the assistant item being played
+      this.chunks = []; // {at, samples, offset} of this.item
+      this.received = 0; // samples of this.item
+      this.cut = new Set(); // items stopped by a barge-in: their late deltas are not played
+    }
+
+    // push plays pcm of itemId and returns the context time it starts, or -1 when dropped.
+    push(itemId, pcm) {
+      if (this.cut.has(itemId) || pcm.length === 0) return -1;
+      if (itemId !== this.item) {
+        this.item = itemId;
+        this.chunks = [];
+        this.received = 0;
+      }
+      const buf = this.ctx.createBuffer(1, pcm.length, RATE);
+      const f = buf.getChannelData(0);
+      for (let i = 0; i < pcm.length; i++) f[i] = pcm[i] / 32768;
+      const now = this.ctx.currentTime;
+      const at = this.next > now + 0.005 ? this.next : now + JITTER_S;
+      const src = this.ctx.createBufferSource();
+      src.buffer = buf;
+      src.connect(this.out);
+      src.onended = () => this.sources.delete(src);
+      src.start(at);
+      this.sources.add(src);
+      this.chunks.push({ at, samples: pcm.length, offset: this.received });
+      this.received += pcm.length;
+      this.next = at + pcm.length / RATE;
+      return at;
+    }
+
+    playing() {
+      return this.item !== null && this.next > this.ctx.currentTime;
+    }
+
+    // played is how many samples of the current item have reached the speaker.
+    played() {
+      const heard = this.ctx.currentTime - (this.ctx.outputLatency || 0);
+      let n = 0;
+      for (const c of this.chunks) {
+        if (heard <= c.at) break;
+        n = c.offset + Math.min(c.samples, Math.floor((heard - c.at) * RATE));
+      }
+      return n;
+    }
+
+    // stop silences everything and says what of the current item was played.
+    stop() {
+      const item = this.item;
+      const played = this.played();
+      for (const s of this.sources) {
+        try { s.stop(); } catch (_) { /* not started yet */ }
+      }
+      this.sources.clear();
+      if (item) this.cut.add(item);
+      this.item = null;
+      this.chunks = [];
+      this.next = 0;
+      return { item, played };
+    }
+  }
+
+  async function startMicrophone() {
+    if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+      throw pageError("microphone_unavailable", "this browser gives no microphone here: open the page over https or on localhost");
+    }
+    mic = await navigator.mediaDevices.getUserMedia({
+      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+    });
+    await ctx.audioWorklet.addModule(document.body.dataset.worklet);
+    capture = new AudioWorkletNode(ctx, "voiced-capture", {
+      numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1, channelCountMode: "explicit",
+      channelInterpretation: "speakers", processorOptions: { rate: RATE, chunkSamples: CHUNK_SAMPLES },
+    });
+    capture.port.onmessage = (m) => {
+      $("level").value = Math.min(1, m.data.rms * 4);
+      if (!sending || !ws || ws.readyState !== WebSocket.OPEN) return;
+      if (ws.bufferedAmount > MAX_BUFFERED) {
+        state.droppedChunks++;
+        return;
+      }
+      send({ type: "input_audio_buffer.append", audio: base64(m.data.pcm) });
+      state.sentAppends++;
+      state.sentSamples += m.data.pcm.byteLength / 2;
+      showCounts();
+    };
+    ctx.createMediaStreamSource(mic).connect(capture);
+  }
+
+  // ---- the conversation ----
+
+  function pageError(code, message) {
+    const e = new Error(message);
+    e.code = code;
+    return e;
+  }
+
+  async function ticketFor(jwt) {
+    const r = await fetch("/v1/voice/session", {
+      method: "POST", cache: "no-store",
+      headers: { Authorization: "Bearer " + jwt, "Content-Type": "application/json" },
+      body: "{}",
+    });
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok || !body.ticket) {
+      const err = body.error || {};
+      throw pageError(body.name || err.code || "http_" + r.status, body.message || err.message || r.statusText);
+    }
+    return body.ticket;
+  }
+
+  function send(ev) {
+    ws.send(JSON.stringify(ev));
+  }
+
+  function sessionUpdate() {
+    const vad = $("vad").value;
+    const td = vad === "semantic_vad" ? { type: "semantic_vad", eagerness: "auto" } : { type: "server_vad" };
+    const pcm = { type: "audio/pcm", rate: RATE };
+    return {
+      type: "session.update",
+      session: {
+        type: "realtime",
+        output_modalities: ["audio"],
+        audio: {
+          input: {
+            format: pcm, turn_detection: td,
+            transcription: $("transcribe").checked ? { model: "whisper-1" } : null,
+          },
+          output: { format: pcm, voice: $("voice").value.trim() || "alloy" },
+        },
+      },
+    };
+  }
+
+  function openSocket(ticket) {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    ws = new WebSocket(`${scheme}//${location.host}/v1/voice?ticket=${encodeURIComponent(ticket)}`, ["realtime"]);
+    const sock = ws;
+    sock.onopen = () => {
+      setPhase("open", "connected");
+      send(sessionUpdate());
+      sending = true;
+    };
+    sock.onmessage = (m) => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (_) { return showError("bad_event", "the server sent a frame that is not JSON"); }
+      handle(ev);
+    };
+    sock.onclose = (e) => {
+      if (sock !== ws) return;
+      state.close = { code: e.code, reason: e.reason };
+      if (e.code === 1006 && state.phase === "connecting") {
+        showError("handshake_refused", "the server refused the socket (1006): the ticket may be spent or expired, " +
+          "the origin not allowed, the speech assets not mounted or warm, or the server full — see /health and its log");
+      } else if (e.code !== 1000 && e.code !== 1005) {
+        showError("socket_closed", `${e.code} ${e.reason || ""}`.trim());
+      }
+      hangUp(state.phase === "open" ? "closed" : "failed", `closed (${e.code})`);
+    };
+  }
+
+  function handle(ev) {
+    state.events[ev.type] = (state.events[ev.type] || 0) + 1;
+    const now = performance.now();
+    switch (ev.type) {
+      case "session.created":
+      case "session.updated": {
+        const s = ev.session || {};
+        state.sessionId = s.id || state.sessionId;
+        const a = s.audio || {};
+        const td = (a.input && a.input.turn_detection) || s.turn_detection;
+        const voice = (a.output && a.output.voice) || s.voice;
+        $("session").textContent = [s.id, td ? td.type : "manual", voice].filter(Boolean).join(" · ");
+        break;
+      }
+      case "input_audio_buffer.speech_started":
+        if (player && player.playing()) bargeIn();
+        line(ev.item_id, "user");
+        break;
+      case "input_audio_buffer.speech_stopped":
+        turn = { stoppedAt: now, item_id: ev.item_id, seen: {} };
+        break;
+      case "conversation.item.added":
+      case "conversation.item.created": {
+        const it = ev.item || {};
+        if (it.type === "message" && (it.role === "user" || it.role === "assistant")) {
+          const l = line(it.id, it.role);
+          const text = (it.content || []).map((c) => c.text || c.transcript || "").join("");
+          if (text) setText(l, text);
+          else if (it.role === "user" && !$("transcribe").checked) l.text.textContent = "(audio)";
+        }
+        break;
+      }
+      case "conversation.item.input_audio_transcription.delta": {
+        const l = line(ev.item_id, "user");
+        setText(l, l.value + (ev.delta || ""));
+        break;
+      }
+      case "conversation.item.input_audio_transcription.completed":
+        setText(line(ev.item_id, "user"), ev.transcript || "");
+        if (turn && ev.item_id === turn.item_id) figure("stopToTranscript", now - turn.stoppedAt);
+        break;
+      case "conversation.item.input_audio_transcription.failed":
+        line(ev.item_id, "user").note.textContent = "(not transcribed)";
+        showError((ev.error && ev.error.code) || "transcription_failed", (ev.error && ev.error.message) || "");
+        break;
+      case "response.output_item.added":
+        if (ev.item && ev.item.type === "message") line(ev.item.id, "assistant");
+        break;
+      case "response.output_audio_transcript.delta":
+      case "response.audio_transcript.delta":
+      case "response.output_text.delta":
+      case "response.text.delta": {
+        const l = line(ev.item_id, "assistant");
+        setText(l, l.value + (ev.delta || ""));
+        if (turn) figure("stopToReplyText", now - turn.stoppedAt);
+        break;
+      }
+      case "response.output_audio.delta":
+      case "response.audio.delta": {
+        const pcm = pcm16(ev.delta || "");
+        state.receivedSamples += pcm.length;
+        showCounts();
+        const at = player ? player.push(ev.item_id, pcm) : -1;
+        if (turn && at >= 0) {
+          figure("stopToAudio", now - turn.stoppedAt);
+          const lead = (at - ctx.currentTime + (ctx.outputLatency || 0)) * 1000;
+          figure("stopToSound", now - turn.stoppedAt + Math.max(0, lead));
+        }
+        break;
+      }
+      case "response.done": {
+        const r = ev.response || {};
+        if (r.status && r.status !== "completed") {
+          for (const it of r.output || []) {
+            const l = lines.get(it.id);
+            if (l && !l.note.textContent) l.note.textContent = `(${r.status})`;
+          }
+        }
+        if (r.status === "failed") {
+          const e = (r.status_details && r.status_details.error) || {};
+          showError(e.code || "response_failed", e.message || "the response failed");
+        }
+        break;
+      }
+      case "conversation.item.truncated": {
+        const l = lines.get(ev.item_id);
+        if (l) l.note.textContent = `(interrupted at ${(ev.audio_end_ms / 1000).toFixed(1)} s)`;
+        break;
+      }
+      case "error": {
+        const e = ev.error || {};
+        showError(e.code || e.type || "error", e.message || "");
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  // bargeIn stops playback when the speaker talks over the reply and tells the server how much of
+  // it was heard (as realtime-api-beta does); the server has already cancelled a reply in progress.
+  function bargeIn() {
+    const { item, played } = player.stop();
+    if (!item) return;
+    const ms = Math.floor((played / RATE) * 1000);
+    send({ type: "conversation.item.truncate", item_id: item, content_index: 0, audio_end_ms: ms });
+    state.truncations.push({ item_id: item, audio_end_ms: ms });
+  }
+
+  async function connect(e) {
+    e.preventDefault();
+    const credential = $("credential").value.trim();
+    if (!credential) return;
+    setPhase("ticket", "getting a ticket");
+    try {
+      // The AudioContext is made inside the click, so the browser lets it play.
+      ctx = new AudioContext({ latencyHint: "interactive" });
+      player = new Player(ctx);
+      await startMicrophone();
+      const ticket = credential.startsWith("ek_") ? credential : await ticketFor(credential);
+      if (state.phase !== "ticket") return; // hung up meanwhile
+      setPhase("connecting", "connecting");
+      openSocket(ticket);
+    } catch (err) {
+      showError(err.code || err.name || "error", err.message);
+      hangUp("failed", "failed");
+    }
+  }
+
+  function hangUp(phase, text) {
+    sending = false;
+    if (ws) {
+      const sock = ws;
+      ws = null;
+      if (sock.readyState === WebSocket.OPEN || sock.readyState === WebSocket.CONNECTING) sock.close(1000, "hang up");
+    }
+    if (capture) capture.port.onmessage = null;
+    if (mic) mic.getTracks().forEach((t) => t.stop());
+    if (ctx) ctx.close();
+    capture = mic = ctx = player = null;
+    turn = null;
+    $("level").value = 0;
+    setPhase(phase || "idle", text || "not connected");
+  }
+
+  $("connect-form").addEventListener("submit", connect);
+  $("hangup").addEventListener("click", () => hangUp("idle", "not connected"));
+})();
