@@ -20,6 +20,9 @@ import (
 // senders block), it is never buffered without bound.
 const outQueue = 256
 
+// slowClientTimeout is how long a full queue may stay full before the conversation is ended.
+const slowClientTimeout = 10 * time.Second
+
 var (
 	errIdle    = errors.New("session idle")
 	errLimit   = errors.New("session limit reached")
@@ -298,7 +301,18 @@ func (c *conversation) send(ev wire.ServerEvent) {
 	}
 	select {
 	case c.out <- frame{data: b}:
+		return
+	default:
+	}
+	// The queue is full: the client reads slower than we speak. Wait a while, then end it.
+	stall := time.NewTimer(slowClientTimeout)
+	defer stall.Stop()
+	select {
+	case c.out <- frame{data: b}:
 	case <-c.ctx.Done():
+	case <-stall.C:
+		c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
+		c.cancel()
 	}
 }
 
