@@ -7,6 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -481,4 +485,240 @@ func (p *tab) screenshot(t *testing.T, ctx context.Context) []byte {
 		t.Fatal(err)
 	}
 	return png
+}
+
+// The page's barge-in, against a scripted realtime server: while 3 s of an answer is playing,
+// speech_started arrives (after 1 s of microphone audio, the page's own clock), and the page
+// must stop playback and truncate the item at what it played — more than nothing, less than all.
+// The script also checks the page's session.update and appends, and shows an error by code.
+func TestPageBargeInInChromium(t *testing.T) {
+	browser := chromiumPath(t)
+	mux := pageMux(t)
+	type truncate struct {
+		Type         string `json:"type"`
+		ItemID       string `json:"item_id"`
+		ContentIndex int    `json:"content_index"`
+		AudioEndMs   int    `json:"audio_end_ms"`
+	}
+	got := make(chan truncate, 1)
+	closed := make(chan websocket.StatusCode, 1)
+	failures := make(chan string, 16)
+	fail := func(format string, args ...any) {
+		select {
+		case failures <- fmt.Sprintf(format, args...):
+		default:
+		}
+	}
+	mux.HandleFunc("POST /v1/voice/session", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer a.principal.jwt" {
+			fail("POST /v1/voice/session: Authorization %q", r.Header.Get("Authorization"))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ticket":"ek_scripted","expires_in":30,"rate":24000,"format":"pcm16","channels":1}`)
+	})
+	mux.HandleFunc("GET /v1/voice", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("ticket") != "ek_scripted" {
+			fail("socket ticket %q", r.URL.Query().Get("ticket"))
+		}
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}})
+		if err != nil {
+			fail("accept: %v", err)
+			return
+		}
+		defer conn.CloseNow()
+		if conn.Subprotocol() != "realtime" {
+			fail("subprotocol %q, want realtime", conn.Subprotocol())
+		}
+		conn.SetReadLimit(16 << 20)
+		ctx := r.Context()
+		write := func(ev string) {
+			if err := conn.Write(ctx, websocket.MessageText, []byte(ev)); err != nil {
+				fail("write: %v", err)
+			}
+		}
+		read := func() map[string]any {
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				closed <- websocket.CloseStatus(err)
+				return nil
+			}
+			var ev map[string]any
+			json.Unmarshal(b, &ev)
+			if ev["type"] == "conversation.item.truncate" {
+				var tr truncate
+				json.Unmarshal(b, &tr)
+				got <- tr
+			}
+			return ev
+		}
+		write(`{"type":"session.created","event_id":"e1","session":{"type":"realtime","id":"sess_scripted","audio":{"input":{"turn_detection":{"type":"server_vad"}},"output":{"voice":"af_heart"}}}}`)
+		ev := read()
+		s, _ := ev["session"].(map[string]any)
+		au, _ := s["audio"].(map[string]any)
+		in, _ := au["input"].(map[string]any)
+		format, _ := in["format"].(map[string]any)
+		if ev["type"] != "session.update" || s["type"] != "realtime" || format["type"] != "audio/pcm" || format["rate"] != 24000.0 {
+			fail("first client event %v: want a GA session.update with audio/pcm 24000", ev)
+		}
+		appends := 0
+		for appends < 35 {
+			ev := read()
+			if ev == nil {
+				fail("socket closed after %d appends", appends)
+				return
+			}
+			if ev["type"] != "input_audio_buffer.append" {
+				continue
+			}
+			if pcm, err := base64.StdEncoding.DecodeString(ev["audio"].(string)); err != nil || len(pcm) != 1920 {
+				fail("append %d: %d bytes (%v), want 1920 (40 ms of pcm16 at 24 kHz)", appends, len(pcm), err)
+			}
+			appends++
+			if appends == 10 { // the answer: 3 s of a tone, all at once, as a fast server sends it
+				write(`{"type":"response.created","event_id":"e2","response":{"id":"resp_1","status":"in_progress","output":[]}}`)
+				write(`{"type":"response.output_item.added","event_id":"e3","response_id":"resp_1","output_index":0,"item":{"id":"item_A","type":"message","role":"assistant","status":"in_progress","content":[]}}`)
+				write(`{"type":"response.output_audio_transcript.delta","event_id":"e4","response_id":"resp_1","item_id":"item_A","output_index":0,"content_index":0,"delta":"A long answer."}`)
+				tone := make([]int16, 2400)
+				for i := range tone {
+					tone[i] = int16(6000 * math.Sin(2*math.Pi*440*float64(i)/24000))
+				}
+				chunk := base64.StdEncoding.EncodeToString(audio.Int16ToBytes(tone))
+				for i := range 30 {
+					write(fmt.Sprintf(`{"type":"response.output_audio.delta","event_id":"d%d","response_id":"resp_1","item_id":"item_A","output_index":0,"content_index":0,"delta":%q}`, i, chunk))
+				}
+			}
+		}
+		write(`{"type":"input_audio_buffer.speech_started","event_id":"e5","audio_start_ms":1400,"item_id":"item_U"}`)
+		var tr truncate
+		for tr.Type == "" {
+			if read() == nil {
+				fail("socket closed before a truncate")
+				return
+			}
+			select {
+			case tr = <-got:
+				got <- tr
+			default:
+			}
+		}
+		write(fmt.Sprintf(`{"type":"conversation.item.truncated","event_id":"e6","item_id":"item_A","content_index":0,"audio_end_ms":%d}`, tr.AudioEndMs))
+		write(`{"type":"error","event_id":"e7","error":{"type":"invalid_request_error","code":"scripted_error","message":"shown by its code"}}`)
+		for read() != nil {
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := startChromium(t, ctx, browser, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+		"--autoplay-policy=no-user-gesture-required")
+	tab := b.newTab(t, ctx)
+	tab.call(t, ctx, "Runtime.enable", nil, nil)
+	tab.call(t, ctx, "Log.enable", nil, nil)
+	tab.call(t, ctx, "Page.navigate", map[string]any{"url": srv.URL + "/"}, nil)
+	tab.eval(t, ctx, `new Promise((ok) => document.readyState === "complete" ? ok() : addEventListener("load", () => ok()))`)
+	tab.eval(t, ctx, `document.getElementById("credential").value = "a.principal.jwt"; document.getElementById("connect").click();`)
+	state := tab.eval(t, ctx, `new Promise((ok) => {
+		const t0 = Date.now();
+		(function poll() {
+			const s = window.voicedPage;
+			if (s.errors.some((e) => e.code === "scripted_error") || s.phase === "failed" || Date.now() - t0 > 60000) return ok(JSON.stringify(s));
+			setTimeout(poll, 50);
+		})();
+	})`)
+	note := tab.eval(t, ctx, `document.querySelector("#transcript li.assistant .note").textContent`)
+	shown := tab.eval(t, ctx, `document.querySelector("#errors li").textContent`)
+	tab.eval(t, ctx, `document.getElementById("hangup").click()`)
+
+	select {
+	case code := <-closed:
+		if code != websocket.StatusNormalClosure {
+			t.Errorf("hang up closed the socket with %v, want 1000", code)
+		}
+	case <-ctx.Done():
+		t.Error("the socket was not closed after hang up")
+	}
+	close(failures)
+	for f := range failures {
+		t.Error("script: " + f)
+	}
+	select {
+	case tr := <-got:
+		t.Logf("truncate: %+v (1 s of microphone audio after 3 s of answer arrived)", tr)
+		if tr.ItemID != "item_A" || tr.ContentIndex != 0 || tr.AudioEndMs < 300 || tr.AudioEndMs > 2800 {
+			t.Errorf("truncate %+v: want item_A, content 0, audio_end_ms between 300 and 2800 (about 1 s played of 3 s)", tr)
+		}
+	default:
+		t.Fatalf("the page sent no conversation.item.truncate; its state: %s", state)
+	}
+	if !strings.Contains(note, "interrupted") || !strings.Contains(shown, "scripted_error") || !strings.Contains(shown, "shown by its code") {
+		t.Errorf("assistant line note %q, error shown %q", note, shown)
+	}
+	for _, l := range b.problems() {
+		t.Errorf("browser: %s", l)
+	}
+}
+
+// The capture worklet, run in Chromium's OfflineAudioContext on pure tones: what reaches the
+// server is 24 kHz, at the level it came in, and a tone above 12 kHz does not alias into speech.
+func TestPageCaptureResamplesInChromium(t *testing.T) {
+	browser := chromiumPath(t)
+	srv := httptest.NewServer(pageMux(t))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tab := startChromium(t, ctx, browser).newTab(t, ctx)
+	tab.call(t, ctx, "Page.navigate", map[string]any{"url": srv.URL + "/"}, nil)
+	tab.eval(t, ctx, `new Promise((ok) => document.readyState === "complete" ? ok() : addEventListener("load", () => ok()))`)
+	tests := []struct {
+		name         string
+		rate, hz     int
+		minDB, maxDB float64 // output level relative to input
+	}{
+		{"48 kHz, 440 Hz passes", 48000, 440, -0.1, 0.1},
+		{"48 kHz, 7 kHz passes", 48000, 7000, -0.1, 0.1},
+		{"48 kHz, 15 kHz is stopped", 48000, 15000, -200, -60},
+		{"44.1 kHz, 1 kHz passes", 44100, 1000, -0.1, 0.1},
+		{"44.1 kHz, 20 kHz is stopped", 44100, 20000, -200, -60},
+		{"16 kHz, 1 kHz passes upsampled", 16000, 1000, -0.1, 0.1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := tab.eval(t, ctx, fmt.Sprintf(`(async () => {
+				const c = new OfflineAudioContext(1, %[1]d, %[1]d);
+				await c.audioWorklet.addModule(document.body.dataset.worklet);
+				const n = new AudioWorkletNode(c, "voiced-capture", {numberOfInputs: 1, numberOfOutputs: 0,
+					processorOptions: {rate: 24000, chunkSamples: 960}});
+				const chunks = [];
+				const all = new Promise((ok) => n.port.onmessage = (e) => { chunks.push(new Int16Array(e.data.pcm)); if (chunks.length === 24) ok(); });
+				const o = c.createOscillator();
+				o.frequency.value = %[2]d;
+				const g = c.createGain();
+				g.gain.value = 0.5;
+				o.connect(g).connect(n);
+				o.start();
+				await c.startRendering();
+				await all;
+				const x = chunks.flatMap((c) => Array.from(c)).slice(2400);
+				let ss = 0, crossings = 0;
+				for (let i = 0; i < x.length; i++) {
+					ss += (x[i] / 32768) ** 2;
+					if (i && (x[i - 1] < 0) !== (x[i] < 0)) crossings++;
+				}
+				// All zeros (below one PCM16 step) is -Infinity, which JSON cannot carry.
+				return JSON.stringify({db: ss > 0 ? 10 * Math.log10(ss / x.length / 0.125) : -200, hz: crossings / 2 / (x.length / 24000)});
+			})()`, tc.rate, tc.hz))
+			var r struct{ DB, Hz float64 }
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			if len(out) == 0 || r.DB < tc.minDB || r.DB > tc.maxDB {
+				t.Errorf("level %.2f dB, want %.1f..%.1f", r.DB, tc.minDB, tc.maxDB)
+			}
+			if tc.maxDB > -1 && math.Abs(r.Hz-float64(tc.hz)) > 5 {
+				t.Errorf("frequency %.1f Hz at 24 kHz, want %d: the rate is wrong", r.Hz, tc.hz)
+			}
+		})
+	}
 }
