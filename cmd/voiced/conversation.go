@@ -261,7 +261,7 @@ func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
 	return strings.Join(parts, " "), nil
 }
 
-// voice is Kokoro: an OpenAI voice name the mount does not have speaks in the default voice.
+// voice is Kokoro: an OpenAI voice name is mapped to a mounted voice (kokoroVoice).
 type voice struct{ svc *speechcore.Service }
 
 func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit func([]int16) error) error {
@@ -269,14 +269,23 @@ func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit
 	if k == nil {
 		return speechcore.ErrNotWarm
 	}
-	if !slices.Contains(k.Voices(), name) {
-		name = ""
-	}
+	name = kokoroVoice(k.Voices(), name)
 	s, err := kokoro.CheckSpeed(float32(speed))
 	if err != nil {
 		s = 0
 	}
 	return k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error { return emit(c.PCM) })
+}
+
+// kokoroVoice maps a session's voice to a mounted one: the name itself, else Kokoro's voice of the
+// same name ("alloy" → af_alloy, "echo" → am_echo), else "" (the engine's default).
+func kokoroVoice(mounted []string, name string) string {
+	for _, v := range []string{name, "af_" + name, "am_" + name, "bf_" + name, "bm_" + name} {
+		if slices.Contains(mounted, v) {
+			return v
+		}
+	}
+	return ""
 }
 
 // floor adapts a turn.Detector: it counts the samples fed and reports positions in them.
