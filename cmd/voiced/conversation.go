@@ -145,6 +145,19 @@ func splitList(s string) []string {
 	return out
 }
 
+// originHosts turns --allow-origin entries into the host patterns coder/websocket matches
+// (https://app.example.com → app.example.com) for the speech doors.
+func originHosts(list []string) []string {
+	out := make([]string, 0, len(list))
+	for _, o := range list {
+		if _, host, ok := strings.Cut(o, "://"); ok {
+			o = host
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind, error) {
 	if kind == "echo" || (kind == "" && url == "") {
 		return mind.Echo{}, nil

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestKokoroVoice(t *testing.T) {
 	mounted := []string{"af_heart", "af_alloy", "am_echo"}
@@ -9,5 +12,12 @@ func TestKokoroVoice(t *testing.T) {
 		if got := kokoroVoice(mounted, name); got != want {
 			t.Errorf("kokoroVoice(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+func TestOriginHosts(t *testing.T) {
+	got := originHosts([]string{"https://app.example.com", "*.example.com", "http://localhost:3000"})
+	if fmt.Sprint(got) != "[app.example.com *.example.com localhost:3000]" {
+		t.Fatalf("originHosts = %v", got)
 	}
 }
