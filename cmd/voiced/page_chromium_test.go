@@ -34,7 +34,7 @@ import (
 func TestPageInChromium(t *testing.T) {
 	browser := chromiumPath(t)
 	mount := writeFixtureMount(t)
-	wav := speechWAV(t, "Hello there. What is the weather like today?")
+	wav, spoken := speechWAV(t, "Hello there. What is the weather like today?")
 
 	dir := t.TempDir()
 	secret := []byte("page-test-principal-secret-0123456789abcdef")
@@ -78,7 +78,8 @@ func TestPageInChromium(t *testing.T) {
 			const s = window.voicedPage;
 			const done = s.events["session.created"] && s.events["session.updated"] && s.sentAppends >= 25 &&
 				s.events["input_audio_buffer.speech_stopped"] && s.events["response.created"] &&
-				s.events["response.output_audio.delta"] && s.latency.stopToAudio.length > 0;
+				s.events["response.output_audio.delta"] && s.latency.stopToAudio.length > 0 &&
+				s.speech.some((x) => x.start_ms >= 50 && x.end_ms !== null);
 			if (done || s.phase === "failed" || s.phase === "closed") return ok(JSON.stringify(s));
 			if (Date.now() - t0 > 90000) return ok(JSON.stringify(s));
 			setTimeout(poll, 100);
@@ -97,6 +98,10 @@ func TestPageInChromium(t *testing.T) {
 			AudioEndMs int    `json:"audio_end_ms"`
 		}
 		Latency map[string][]float64
+		Speech  []struct {
+			StartMs int  `json:"start_ms"`
+			EndMs   *int `json:"end_ms"`
+		}
 	}
 	if err := json.Unmarshal([]byte(summary), &st); err != nil {
 		t.Fatalf("page state %q: %v", summary, err)
@@ -104,6 +109,26 @@ func TestPageInChromium(t *testing.T) {
 	t.Logf("page state: phase %s, session %s, %d appends (%.1f s), %.1f s received, latency %v, truncations %v, errors %v",
 		st.Phase, st.SessionID, st.SentAppends, float64(st.SentSamples)/24000, float64(st.Received)/24000, st.Latency, st.Truncations, st.Errors)
 	t.Logf("events: %v", st.Events)
+	// The server's turn detector, on its own clock (samples it received), heard about as much speech
+	// as espeak-ng said: wrong rates or lost chunks would stretch or shrink it.
+	// A turn that starts after the first 50 ms was heard whole (the fake microphone loops the file
+	// from when the page asked for it, so the socket may open in the middle of the speech).
+	whole := -1
+	for i, sp := range st.Speech {
+		if sp.StartMs >= 50 && sp.EndMs != nil && whole < 0 {
+			whole = i
+		}
+	}
+	if whole < 0 {
+		t.Errorf("no whole speech turn: %+v", st.Speech)
+	} else {
+		sp := st.Speech[whole]
+		heard := time.Duration(*sp.EndMs-sp.StartMs) * time.Millisecond
+		t.Logf("speech: espeak-ng said %v, the server heard %v (start %d ms, end %d ms)", spoken, heard, sp.StartMs, *sp.EndMs)
+		if heard < spoken-300*time.Millisecond || heard > spoken+1200*time.Millisecond {
+			t.Errorf("the server heard %v of speech, espeak-ng said %v", heard, spoken)
+		}
+	}
 
 	shot := tab.screenshot(t, ctx)
 	path := filepath.Join(t.ArtifactDir(), "page.png")
@@ -158,9 +183,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// speechWAV is espeak-ng saying text at 48 kHz (a microphone's rate), with half a second of
-// silence before and 1.5 s after, so the turn detector hears the speech end.
-func speechWAV(t *testing.T, text string) string {
+// speechWAV is espeak-ng saying text at 48 kHz (a microphone's rate), with a second of silence
+// before and 1.5 s after, so the turn detector hears the speech end.
+func speechWAV(t *testing.T, text string) (path string, speech time.Duration) {
 	t.Helper()
 	bin, err := exec.LookPath("espeak-ng")
 	if err != nil {
@@ -179,17 +204,17 @@ func speechWAV(t *testing.T, text string) string {
 	if err != nil {
 		t.Fatalf("espeak-ng WAV: %v", err)
 	}
-	speech := audio.Float32ToInt16(audio.Resample(pcm, rate, 48000))
-	all := append(append(make([]int16, 24000), speech...), make([]int16, 72000)...)
+	said := audio.Float32ToInt16(audio.Resample(pcm, rate, 48000))
+	all := append(append(make([]int16, 48000), said...), make([]int16, 72000)...)
 	var w bytes.Buffer
 	if err := audio.EncodeWAV(&w, all, 48000); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "speech-48k.wav")
-	if err := os.WriteFile(out, w.Bytes(), 0o644); err != nil {
+	path = filepath.Join(dir, "speech-48k.wav")
+	if err := os.WriteFile(path, w.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return path, audio.Duration(len(said), 48000)
 }
 
 // ---- a small DevTools protocol client ----
@@ -629,6 +654,9 @@ func TestPageBargeInInChromium(t *testing.T) {
 	})`)
 	note := tab.eval(t, ctx, `document.querySelector("#transcript li.assistant .note").textContent`)
 	shown := tab.eval(t, ctx, `document.querySelector("#errors li").textContent`)
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "barge-in.png"), tab.screenshot(t, ctx), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tab.eval(t, ctx, `document.getElementById("hangup").click()`)
 
 	select {

@@ -21,6 +21,7 @@
     droppedChunks: 0,
     receivedSamples: 0,
     truncations: [], // {item_id, audio_end_ms}
+    speech: [], // {item_id, start_ms, end_ms}: the server's turn detection, in its audio clock
     errors: [], // {code, message}
     latency: Object.fromEntries(FIGURES.map((f) => [f, []])), // ms per turn
     close: null, // {code, reason}
@@ -324,12 +325,16 @@
         break;
       }
       case "input_audio_buffer.speech_started":
+        state.speech.push({ item_id: ev.item_id, start_ms: ev.audio_start_ms, end_ms: null });
         if (player && player.playing()) bargeIn();
         line(ev.item_id, "user");
         break;
-      case "input_audio_buffer.speech_stopped":
+      case "input_audio_buffer.speech_stopped": {
+        const sp = state.speech.find((x) => x.item_id === ev.item_id);
+        if (sp) sp.end_ms = ev.audio_end_ms;
         turn = { stoppedAt: now, item_id: ev.item_id, seen: {} };
         break;
+      }
       case "conversation.item.added":
       case "conversation.item.created": {
         const it = ev.item || {};
