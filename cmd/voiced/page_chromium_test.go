@@ -25,6 +25,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/wire"
 )
 
 // TestPageInChromium opens the page in headless Chromium with a fake microphone that plays
@@ -252,7 +253,7 @@ func startChromium(t *testing.T, ctx context.Context, bin string, extra ...strin
 	profile := t.TempDir()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + profile, "--remote-debugging-port=0"}, extra...)
+		"--disable-dev-shm-usage", "--user-data-dir=" + profile, "--remote-debugging-port=0"}, extra...)
 	cmd := exec.Command(bin, append(args, "about:blank")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its helpers share its group: one kill ends all
 	stderr, err := cmd.StderrPipe()
@@ -576,14 +577,27 @@ func TestPageBargeInInChromium(t *testing.T) {
 			}
 			return ev
 		}
-		write(`{"type":"session.created","event_id":"e1","session":{"type":"realtime","id":"sess_scripted","audio":{"input":{"turn_detection":{"type":"server_vad"}},"output":{"voice":"af_heart"}}}}`)
-		ev := read()
-		s, _ := ev["session"].(map[string]any)
-		au, _ := s["audio"].(map[string]any)
-		in, _ := au["input"].(map[string]any)
-		format, _ := in["format"].(map[string]any)
-		if ev["type"] != "session.update" || s["type"] != "realtime" || format["type"] != "audio/pcm" || format["rate"] != 24000.0 {
-			fail("first client event %v: want a GA session.update with audio/pcm 24000", ev)
+		write(`{"type":"session.created","event_id":"e1","session":{"type":"realtime","id":"sess_scripted","audio":{"input":{"turn_detection":{"type":"semantic_vad"}},"output":{"voice":"am_adam"}}}}`)
+		// The page's session.update, read by the server's own decoder, is what the form chose.
+		_, frame, err := conn.Read(ctx)
+		if err != nil {
+			fail("read session.update: %v", err)
+			return
+		}
+		ev, err := wire.Decode(frame, wire.GA)
+		u, ok := ev.(*wire.SessionUpdate)
+		if err != nil || !ok {
+			fail("first client event %s: %v, want a GA session.update", frame, err)
+			return
+		}
+		sess := wire.NewSession("sess_scripted", "")
+		if err := sess.Apply(u); err != nil {
+			fail("session.update %s: %v", frame, err)
+		}
+		pcm24k := wire.PCM16
+		if sess.TurnDetection.Type != wire.TurnSemanticVAD || sess.Voice != "am_adam" || sess.Transcription == nil ||
+			sess.TextOnly || sess.InputFormat != pcm24k || sess.OutputFormat != pcm24k {
+			fail("session after the page's update %s: %+v", frame, sess)
 		}
 		appends := 0
 		for appends < 35 {
@@ -643,7 +657,10 @@ func TestPageBargeInInChromium(t *testing.T) {
 	tab.call(t, ctx, "Log.enable", nil, nil)
 	tab.call(t, ctx, "Page.navigate", map[string]any{"url": srv.URL + "/"}, nil)
 	tab.eval(t, ctx, `new Promise((ok) => document.readyState === "complete" ? ok() : addEventListener("load", () => ok()))`)
-	tab.eval(t, ctx, `document.getElementById("credential").value = "a.principal.jwt"; document.getElementById("connect").click();`)
+	tab.eval(t, ctx, `document.getElementById("credential").value = "a.principal.jwt";
+		document.getElementById("vad").value = "semantic_vad";
+		document.getElementById("voice").value = "am_adam";
+		document.getElementById("connect").click();`)
 	state := tab.eval(t, ctx, `new Promise((ok) => {
 		const t0 = Date.now();
 		(function poll() {
