@@ -41,11 +41,13 @@ fixture: build
 run: build
 	@mkdir -p var
 	@test -s var/token || head -c 24 /dev/urandom | base64 | tr -d '/+=' > var/token
+	@test -s var/jwt-secret || head -c 48 /dev/urandom | base64 | tr -d '/+=' > var/jwt-secret
 	@echo "service token: $$(cat var/token)  (var/token)"
+	@echo "a principal JWT for the realtime routes and the page at http://$(BIND)/ (1 h):"
+	@echo "  $$(bin/voiced token --jwt-secret-file var/jwt-secret --sub demo-user --ttl 1h)"
 	@if [ -z "$$VOICED_SPEECH_ASSETS" ]; then $(MAKE) --no-print-directory fixture; fi
-	bin/voiced serve --bind $(BIND) --token-file var/token --data-dir var/data \
-		$${VOICED_SPEECH_ASSETS:+--speech-assets "$$VOICED_SPEECH_ASSETS"} \
-		$${VOICED_SPEECH_ASSETS:---speech-assets $(MOUNT)}
+	bin/voiced serve --bind $(BIND) --token-file var/token --data-dir var/data --jwt-secret-file var/jwt-secret \
+		--speech-assets "$${VOICED_SPEECH_ASSETS:-$(MOUNT)}"
 
 # Starts the loopback PostgreSQL/Redis servers the meter and ticket tests use, when installed.
 test: build node-deps

@@ -26,6 +26,8 @@ usage:
   voiced [serve] [flags]          serve (the default); voiced serve -h lists every flag
   voiced assets verify DIR        check a speech-asset mount by hand: its version and each file's verdict
   voiced assets fixture DIR       write the synthetic fixture mount tests and demos use
+  voiced token --jwt-secret-file F --sub S [--org O]
+                                  mint an HS256 principal JWT for trying the realtime routes by hand
   voiced --version                print the version
 
 Every flag can also be given as an environment variable VOICED_<FLAG> (--speech-assets is
@@ -46,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return serve(args[1:], stdout, stderr)
 		case "assets":
 			return assetsCommand(args[1:], stdout, stderr)
+		case "token":
+			return tokenCommand(args[1:], stdout, stderr)
 		}
 		if args[0] != "" && args[0][0] != '-' {
 			fmt.Fprintf(stderr, "voiced: unknown command %q\n\n%s", args[0], usage)
