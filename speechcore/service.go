@@ -43,6 +43,8 @@ type Config struct {
 	AllowOrigins []string
 	// Log receives the service's start-up and refusal logs (default slog.Default()).
 	Log *slog.Logger
+	// Usage meters the raw doors' seconds under UsagePrincipal (usage.go); nil meters nothing.
+	Usage UsageRecorder
 }
 
 // Service owns the speech side of the process: the verified mount, the ONNX Runtime environment,
@@ -71,6 +73,8 @@ type Service struct {
 
 	Gate    *Gate
 	Sockets *Sockets
+
+	usage UsageRecorder // SetUsage, before Start; nil meters nothing
 
 	warm    atomic.Bool
 	ownsEnv bool // Start opened Env, so Close closes it
@@ -109,6 +113,7 @@ func New(cfg Config) (*Service, error) {
 		log:     cfg.Log,
 		Gate:    NewGate(cfg.MaxSessions),
 		Sockets: cfg.Sockets,
+		usage:   cfg.Usage,
 		doors:   map[string]http.Handler{},
 	}, nil
 }

@@ -129,7 +129,7 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &speakSession{
 		conn:     conn,
 		engine:   engine,
-		w:        newSocketWriter(conn, d.svc.log),
+		w:        newSocketWriter(conn, d.svc.log, d.svc.spoken),
 		idle:     idle,
 		queue:    make(chan speakPiece, speakQueuePieces),
 		activity: make(chan struct{}, 1),

@@ -158,6 +158,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if _, err := w.Write(audio.Int16ToBytes(c.PCM)); err != nil {
 			return err
 		}
+		d.svc.spoken(float64(len(c.PCM)) / kokoro.SampleRate)
 		if flusher != nil {
 			flusher.Flush()
 		}

@@ -227,10 +227,12 @@ type socketWriter struct {
 	log  *slog.Logger
 	out  chan wsOut   // closed by the session owner once no one sends any more
 	gen  atomic.Int64 // current generation
+	// sent is told the seconds of each audio frame written (the meter's spoken seconds); may be nil.
+	sent func(seconds float64)
 }
 
-func newSocketWriter(conn *websocket.Conn, log *slog.Logger) *socketWriter {
-	return &socketWriter{conn: conn, log: log, out: make(chan wsOut, ttsQueueFrames)}
+func newSocketWriter(conn *websocket.Conn, log *slog.Logger, sent func(seconds float64)) *socketWriter {
+	return &socketWriter{conn: conn, log: log, out: make(chan wsOut, ttsQueueFrames), sent: sent}
 }
 
 // run writes frames until out is closed. A failed write (the client is gone or stuck) cancels
@@ -256,6 +258,10 @@ func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
 		if err != nil {
 			cancel()
 			closed = true
+			continue
+		}
+		if f.typ == websocket.MessageBinary && w.sent != nil {
+			w.sent(float64(len(f.data)/2) / kokoro.SampleRate)
 		}
 	}
 }
@@ -386,7 +392,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.svc.Env != nil {
 		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
 	}
-	s := &synthSession{conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log)}
+	s := &synthSession{conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
 		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,

@@ -123,6 +123,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conn:           conn,
 		engine:         engine,
 		log:            d.svc.log,
+		heard:          d.svc.heard,
 		cadenceSamples: int(cadence.Seconds() * audio.WhisperSampleRate),
 		segMaxSamples:  int(segMax.Seconds() * audio.WhisperSampleRate),
 		out:            make(chan any, 32),
@@ -156,6 +157,7 @@ type transcribeSession struct {
 	conn           *websocket.Conn
 	engine         transcriber
 	log            *slog.Logger
+	heard          func(seconds float64) // the meter: each frame taken; may be nil
 	cadenceSamples int
 	segMaxSamples  int
 
@@ -313,6 +315,9 @@ func (s *transcribeSession) take(ctx context.Context, pcm []float32) bool {
 	}
 	if s.firstAudio.IsZero() && len(pcm) > 0 {
 		s.firstAudio = time.Now()
+	}
+	if s.heard != nil {
+		s.heard(float64(len(pcm)) / audio.WhisperSampleRate) // every frame taken goes before the decoder
 	}
 	var finals []sttJob
 	for len(pcm) > 0 {

@@ -227,7 +227,9 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 	if changed {
 		t.poke()
 	}
-	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: squelch.Seconds(len(admitted))})
+	heard := squelch.Seconds(len(admitted))
+	d.svc.heard(heard) // exactly what the ack reports as duration
+	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: heard})
 }
 
 // Close answers DELETE /v1/audio/transcript/{id}: no more pushes, the rest of the window is

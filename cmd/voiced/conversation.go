@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
@@ -243,7 +244,7 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 type meterHook struct{ app *App }
 
 func (h meterHook) Record(ctx context.Context, u session.Usage) error {
-	h.app.Meter.Add(u.Subject, u.Org, "realtime", u.Heard.Seconds(), u.Spoken.Seconds())
+	h.app.Meter.Add(u.Subject, u.Org, meter.DoorConversation, u.Heard.Seconds(), u.Spoken.Seconds())
 	if u.TurnEnded {
 		return h.app.Meter.Flush(ctx)
 	}
