@@ -20,6 +20,9 @@ type fakeChat struct {
 	status int
 	hold   chan struct{} // when set, the handler waits on it (or the request's end) before streaming
 	got    chan chatRequestSeen
+	// stallAfter, when > 0, stops the stream after that many events until the request ends (a
+	// server that goes quiet mid-answer).
+	stallAfter int
 }
 
 type chatRequestSeen struct {
@@ -50,7 +53,11 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	for _, e := range f.events {
+	for i, e := range f.events {
+		if f.stallAfter > 0 && i == f.stallAfter {
+			<-r.Context().Done()
+			return
+		}
 		fmt.Fprintf(w, "data: %s\n\n", e)
 		w.(http.Flusher).Flush()
 	}
@@ -222,6 +229,44 @@ func TestOpenAITimeout(t *testing.T) {
 	_, _, err := collect(t, m, Request{})
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+}
+
+// TestOpenAITimeoutIsIdle: the timeout bounds the server's silence, not the answer: an emit that
+// takes longer than the timeout (the reply speaking) does not cut the answer, and a server that
+// goes quiet mid-stream is cut.
+func TestOpenAITimeoutIsIdle(t *testing.T) {
+	const timeout = 30 * time.Millisecond
+	events := []string{textChunk("One."), textChunk(" Two."), textChunk(" Three."), "[DONE]"}
+	tests := []struct {
+		name       string
+		stallAfter int
+		emitFor    time.Duration
+		wantText   string
+		wantErr    error
+	}{
+		{name: "slow emit is not cut", emitFor: 3 * timeout, wantText: "One. Two. Three."},
+		{name: "stall mid-stream is cut", stallAfter: 1, wantText: "One.", wantErr: ErrTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeChat{events: events, stallAfter: tc.stallAfter}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			m, _ := NewOpenAI(OpenAIConfig{URL: srv.URL + "/v1", Model: "m", Timeout: timeout})
+			var text strings.Builder
+			reply, err := m.Answer(context.Background(), Request{}, func(d Delta) error {
+				text.WriteString(d.Text)
+				time.Sleep(tc.emitFor) // the reply speaking this piece
+				return nil
+			})
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if text.String() != tc.wantText || reply.Text != tc.wantText {
+				t.Fatalf("emitted %q, reply %q, want %q", text.String(), reply.Text, tc.wantText)
+			}
+		})
 	}
 }
 

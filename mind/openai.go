@@ -24,7 +24,9 @@ type OpenAIConfig struct {
 	Model string
 	// Key, when set, is sent as "Authorization: Bearer <Key>".
 	Key string
-	// Timeout bounds one whole answer, from the request to the last token. Default 60 s.
+	// Timeout bounds the wait for the server: for the first token after the request, and for
+	// each next one (an idle timeout). Time spent in emit (the reply speaking) does not count, so
+	// a long answer is never cut while it is being spoken. Default 60 s.
 	Timeout time.Duration
 	// Client does the HTTP; default a client without its own timeout (Timeout governs).
 	Client *http.Client
@@ -68,8 +70,11 @@ func (o *OpenAI) Answer(ctx context.Context, req Request, emit func(Delta) error
 	if err != nil {
 		return Reply{}, fmt.Errorf("mind: encode request: %w", err)
 	}
-	tctx, cancel := context.WithTimeoutCause(ctx, o.cfg.Timeout, ErrTimeout)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The idle timer runs while we wait on the server and stops while emit has a piece.
+	idle := time.AfterFunc(o.cfg.Timeout, func() { cancel(ErrTimeout) })
+	defer idle.Stop()
 
 	hreq, err := http.NewRequestWithContext(tctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -107,12 +112,19 @@ func (o *OpenAI) Answer(ctx context.Context, req Request, emit func(Delta) error
 		if err != nil {
 			return asm.reply(), err
 		}
+		if !idle.Stop() {
+			if ctx.Err() != nil {
+				return asm.reply(), ctx.Err()
+			}
+			return asm.reply(), o.timedOut() // it fired as the chunk came
+		}
 		for _, d := range deltas {
 			asm.add(d)
 			if err := emit(d); err != nil {
 				return asm.reply(), err
 			}
 		}
+		idle.Reset(o.cfg.Timeout)
 	}
 	return asm.reply(), nil
 }
@@ -124,9 +136,13 @@ func (o *OpenAI) failure(ctx, tctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	if errors.Is(context.Cause(tctx), ErrTimeout) {
-		return &Error{Kind: ErrTimeout, Message: fmt.Sprintf("no complete answer within %s", o.cfg.Timeout)}
+		return o.timedOut()
 	}
 	return &Error{Kind: ErrUnavailable, Message: "the mind's server could not be reached", Err: err}
+}
+
+func (o *OpenAI) timedOut() error {
+	return &Error{Kind: ErrTimeout, Message: fmt.Sprintf("no token from the mind's server for %s", o.cfg.Timeout)}
 }
 
 // serverMessage reads an error body's message ({"error":{"message":…}} or text), bounded.
