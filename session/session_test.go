@@ -889,11 +889,12 @@ func TestG711Formats(t *testing.T) {
 func TestIdleWaitsForReply(t *testing.T) {
 	leakCheck(t)
 	gate := make(chan struct{})
-	ts := newTestServer(t, Config{IdleTimeout: 50 * time.Millisecond, Engines: Engines{Voice: fakeVoice{gate: gate}}})
+	// The idle period is long enough that a loaded CI machine still sends response.create inside it.
+	ts := newTestServer(t, Config{IdleTimeout: 400 * time.Millisecond, Engines: Engines{Voice: fakeVoice{gate: gate}}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "response.create"})
 	c.until("response.output_audio_transcript.delta")
-	time.Sleep(200 * time.Millisecond) // four idle periods pass while the reply is held
+	time.Sleep(1600 * time.Millisecond) // four idle periods pass while the reply is held
 	close(gate)
 	evs := c.until("response.done")
 	if d := evs[len(evs)-1]["response"].(map[string]any); d["status"] != "completed" {
