@@ -77,11 +77,14 @@ type conversation struct {
 	heardForReply atomic.Int64 // 16 kHz samples past the squelch since the last response.done
 	spokenSamples atomic.Int64 // 24 kHz samples sent, not yet metered
 	meterKick     chan struct{}
+	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
+	// not yet sent audio; 0 otherwise. The first audio delta after it observes the answer latency.
+	answerSince atomic.Int64
 }
 
 func newConversation(s *Server, conn *websocket.Conn, g Grant, d wire.Dialect, model string) *conversation {
 	c := &conversation{
-		srv: s, log: s.log, conn: conn, grant: g, engines: s.cfg.Engines,
+		srv: s, log: s.log, conn: conn, grant: g, engines: s.cfg.Engines.timed(s.metrics),
 		enc: wire.NewEncoder(d), dialect: d, convID: wire.NewID("conv_"),
 		out: make(chan frame, outQueue), meterKick: make(chan struct{}, 1),
 		sess: wire.NewSession(wire.NewID("sess_"), model),
@@ -298,6 +301,11 @@ func (c *conversation) send(ev wire.ServerEvent) {
 	}
 	if b == nil {
 		return // the dialect has no such event
+	}
+	if _, audio := ev.(wire.ResponseAudioDelta); audio {
+		if since := c.answerSince.Swap(0); since != 0 {
+			c.srv.metrics.answer.Observe(time.Since(time.Unix(0, since)).Seconds())
+		}
 	}
 	select {
 	case c.out <- frame{data: b}:

@@ -134,6 +134,7 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 		case !fe.Stopped && c.speechItem == "":
 			c.speechItem = wire.NewID("item_")
 			c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
+			c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
 			if c.sess.TurnDetection.InterruptResponse {
 				c.cancelReply("", errTurnDetected)
 			}
@@ -142,6 +143,16 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 		case fe.Stopped && c.speechItem != "":
 			end := min(at, c.input.timeline)
 			c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
+			turnEnd := time.Now()
+			if fe.SpeechEnd > 0 {
+				// The audio after the last speech that had to arrive before the turn was decided.
+				wait := time.Duration(c.input.timeline-(c.floorBase+fe.SpeechEnd)) * time.Second / hearRate
+				c.srv.metrics.turnWait.Observe(wait.Seconds())
+				turnEnd = turnEnd.Add(-wait)
+			}
+			if c.sess.TurnDetection.CreateResponse {
+				c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio delta observes it
+			}
 			raw, span := c.input.takeSpan(c.input.speechStart, end)
 			c.commit(c.takeSpeechItem(), raw, span)
 			if c.sess.TurnDetection.CreateResponse {
@@ -201,7 +212,11 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	if c.engines.Ears == nil || len(pcm) == 0 {
 		return
 	}
+	asked := time.Now()
 	text, err := c.engines.Ears.Transcribe(c.ctx, pcm)
+	if err == nil {
+		c.srv.metrics.finalDecode.Observe(time.Since(asked).Seconds())
+	}
 	if err != nil {
 		if c.ctx.Err() == nil {
 			c.log.Error("input transcription failed", "err", err)

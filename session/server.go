@@ -76,6 +76,8 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
+	metrics *metrics // metrics.go
+
 	mu       sync.Mutex
 	open     int
 	byTenant map[string]int
@@ -117,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Engines.Mind == nil {
 		cfg.Engines.Mind = mind.Echo{}
 	}
-	return &Server{cfg: cfg, log: cfg.Log, byTenant: map[string]int{}}, nil
+	return &Server{cfg: cfg, log: cfg.Log, byTenant: map[string]int{}, metrics: newMetrics()}, nil
 }
 
 // Wait blocks until every conversation has ended (after the listener closed).
@@ -397,41 +399,51 @@ func writeRefusal(w http.ResponseWriter, err error) {
 // ---- the socket handshake ----
 
 // ServeVoice is WS /v1/voice?ticket=.
-func (s *Server) ServeVoice(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r) }
+func (s *Server) ServeVoice(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, "voice") }
 
 // ServeRealtime is WS /v1/realtime?model=.
-func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r) }
+func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) {
+	s.serveSocket(w, r, "realtime")
+}
 
 const apiKeyProtocol = "openai-insecure-api-key."
 
-func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, door string) {
 	if err := s.checkOrigin(r); err != nil {
-		writeRefusal(w, err)
+		s.refuse(w, speechcore.ReasonOrigin, err)
 		return
 	}
 	if err := s.cfg.Engines.ready(); err != nil {
-		writeRefusal(w, err)
+		reason := speechcore.ReasonFor(err)
+		if reason == "" {
+			reason = speechcore.ReasonNotWarm
+		}
+		s.refuse(w, reason, err)
 		return
 	}
 	// The global cap is checked before the credential is spent; the tenant cap needs the principal.
 	if s.full() {
-		writeRefusal(w, ErrCapacity)
+		s.refuse(w, speechcore.ReasonCap, ErrCapacity)
 		return
 	}
 	grant, err := s.authenticate(r)
 	if err != nil {
-		writeRefusal(w, err)
+		s.refuse(w, speechcore.ReasonAuth, err)
 		return
 	}
 	if admit := s.cfg.Engines.Admit; admit != nil {
 		if err := admit(r.Context(), grant.Principal); err != nil {
-			writeRefusal(w, err)
+			s.refuse(w, speechcore.ReasonQuota, err)
 			return
 		}
 	}
 	release, err := s.acquire(tenant(grant.Principal))
 	if err != nil {
-		writeRefusal(w, err)
+		reason := speechcore.ReasonTenantCap
+		if err == ErrCapacity {
+			reason = speechcore.ReasonCap
+		}
+		s.refuse(w, reason, err)
 		return
 	}
 	defer release()
@@ -441,7 +453,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		var leave func()
 		ctx, leave, err = s.cfg.Sockets.Enter(ctx)
 		if err != nil {
-			writeRefusal(w, err)
+			s.refuse(w, speechcore.ReasonShuttingDown, err)
 			return
 		}
 		defer leave()
@@ -463,6 +475,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	s.wg.Add(1)
 	defer s.wg.Done()
+	open := s.metrics.open.WithLabelValues(door)
+	open.Inc()
+	defer open.Dec()
 	c := newConversation(s, conn, grant, dialect, model)
 	c.run(ctx)
 }

@@ -74,7 +74,8 @@ type Service struct {
 	Gate    *Gate
 	Sockets *Sockets
 
-	usage UsageRecorder // SetUsage, before Start; nil meters nothing
+	usage   UsageRecorder // SetUsage, before Start; nil meters nothing
+	metrics *metrics      // metrics.go; Collectors hands them out
 
 	warm    atomic.Bool
 	ownsEnv bool // Start opened Env, so Close closes it
@@ -108,14 +109,16 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Sockets == nil {
 		cfg.Sockets = NewSockets()
 	}
-	return &Service{
+	s := &Service{
 		cfg:     cfg,
 		log:     cfg.Log,
 		Gate:    NewGate(cfg.MaxSessions),
 		Sockets: cfg.Sockets,
 		usage:   cfg.Usage,
 		doors:   map[string]http.Handler{},
-	}, nil
+	}
+	s.metrics = newMetrics(s)
+	return s, nil
 }
 
 // Start opens the mount (a refusal refuses the start), opens the ONNX Runtime environment, loads
@@ -263,7 +266,7 @@ func isSpeechRoute(pattern string) bool {
 func (s *Service) Guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(); err != nil {
-			WriteError(w, err)
+			s.refuse(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)

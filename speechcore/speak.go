@@ -103,22 +103,22 @@ type speakEvent struct {
 func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	engine := d.svc.Kokoro
 	if engine == nil {
-		WriteError(w, ErrNotWarm)
+		d.svc.refuse(w, ErrNotWarm)
 		return
 	}
 	release, err := d.svc.Gate.Acquire()
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	defer release()
 	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	defer leave()
-	conn, err := acceptSpeaking(w, r, d.svc.cfg.AllowOrigins)
+	conn, err := d.svc.acceptSpeaking(w, r)
 	if err != nil {
 		return
 	}
@@ -126,7 +126,9 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if idle <= 0 {
 		idle = DefaultSpeakIdle
 	}
+	defer d.svc.opened("speak")()
 	s := &speakSession{
+		svc:      d.svc,
 		conn:     conn,
 		engine:   engine,
 		w:        newSocketWriter(conn, d.svc.log, d.svc.spoken),
@@ -152,13 +154,15 @@ type speakPiece struct {
 	index    int
 	text     string
 	settings speakSettings
-	done     bool // answer done and close once everything before it is spoken
-	goAway   bool // shutdown: close with GoingAway once everything before it is spoken
+	at       time.Time // when the piece was complete (queued for the speaker)
+	done     bool      // answer done and close once everything before it is spoken
+	goAway   bool      // shutdown: close with GoingAway once everything before it is spoken
 }
 
 // speakSession is one /v1/speak/stream socket. run (the read loop) owns it: it starts the writer,
 // the speaker and the watchers, and waits for them.
 type speakSession struct {
+	svc    *Service
 	conn   *websocket.Conn
 	engine *kokoro.Engine
 	w      *socketWriter
@@ -321,7 +325,7 @@ func (s *speakSession) enqueue(ctx context.Context, pieces ...string) {
 		gen := s.gen
 		s.mu.Unlock()
 		s.pending.Add(1)
-		if !s.send(ctx, speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings}) {
+		if !s.send(ctx, speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings, at: time.Now()}) {
 			s.pending.Add(-1)
 			return
 		}
@@ -393,6 +397,7 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 		return // cancelled while it waited
 	}
 	s.w.json(ctx, gen, speakSpeaking{Type: "speaking", Index: p.index, Text: p.text})
+	started := time.Now()
 	chunk, err := s.engine.Synthesize(genCtx, kokoro.Request{
 		Text: p.text, Voice: p.settings.voice, Speed: p.settings.speed,
 		OnWait: func() { s.w.json(ctx, gen, speakEvent{Type: "queued"}) },
@@ -406,6 +411,10 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 	case err != nil:
 		s.w.json(ctx, gen, Frame(synthesisError(err)))
 		return
+	}
+	s.svc.ObserveSynthesis(time.Since(started))
+	if !p.at.IsZero() {
+		s.svc.metrics.firstFrame.WithLabelValues("speak").Observe(time.Since(p.at).Seconds())
 	}
 	if s.w.pcm(ctx, gen, chunk.PCM) {
 		s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index, Samples: len(chunk.PCM), DurationMs: samplesMs(len(chunk.PCM))})

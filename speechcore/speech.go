@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/kokoro"
@@ -132,14 +133,18 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	release, err := d.svc.Gate.Acquire()
 	if err != nil {
+		d.svc.countRefusal(err)
 		writeSpeechError(w, err, "")
 		return
 	}
 	defer release()
+	defer d.svc.opened("speech")()
 
 	flusher, _ := w.(http.Flusher)
+	pieceStart := time.Now()
 	started := false
 	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
+		d.svc.ObserveSynthesis(time.Since(pieceStart))
 		if !started {
 			started = true
 			if format == "wav" {
@@ -159,6 +164,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		d.svc.spoken(float64(len(c.PCM)) / kokoro.SampleRate)
+		pieceStart = time.Now()
 		if flusher != nil {
 			flusher.Flush()
 		}

@@ -171,9 +171,10 @@ func originAllowed(r *http.Request, patterns []string) bool {
 }
 
 // acceptSpeaking upgrades a speaking door's socket after the origin check.
-func acceptSpeaking(w http.ResponseWriter, r *http.Request, origins []string) (*websocket.Conn, error) {
+func (s *Service) acceptSpeaking(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
+	origins := s.cfg.AllowOrigins
 	if !originAllowed(r, origins) {
-		WriteError(w, Refuse(ErrOriginNotAllowed, fmt.Sprintf("origin %q may not open sockets here (start voiced with --allow-origin)", r.Header.Get("Origin"))))
+		s.refuse(w, Refuse(ErrOriginNotAllowed, fmt.Sprintf("origin %q may not open sockets here (start voiced with --allow-origin)", r.Header.Get("Origin"))))
 		return nil, ErrOriginNotAllowed
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
@@ -355,13 +356,13 @@ type synthComplete struct {
 func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	engine := d.svc.Kokoro
 	if engine == nil {
-		WriteError(w, ErrNotWarm)
+		d.svc.refuse(w, ErrNotWarm)
 		return
 	}
 	q := r.URL.Query()
 	voice := q.Get("voice")
 	if err := checkVoice(engine, voice); err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	if voice == "" {
@@ -369,22 +370,22 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	speed, err := parseSpeed(q.Get("speed"))
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	release, err := d.svc.Gate.Acquire()
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	defer release()
 	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	defer leave()
-	conn, err := acceptSpeaking(w, r, d.svc.cfg.AllowOrigins)
+	conn, err := d.svc.acceptSpeaking(w, r)
 	if err != nil {
 		return
 	}
@@ -392,7 +393,8 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.svc.Env != nil {
 		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
 	}
-	s := &synthSession{conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
+	defer d.svc.opened("synthesize")()
+	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
 		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,
@@ -402,6 +404,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // synthSession is one /v1/synthesize socket; run (the read loop) owns it and waits for the writer
 // and the drain watcher.
 type synthSession struct {
+	svc    *Service
 	conn   *websocket.Conn
 	engine *kokoro.Engine
 	voice  string
@@ -487,18 +490,22 @@ func (s *synthSession) watchDrain(ctx context.Context, draining <-chan struct{},
 // speak says one utterance: a header and its PCM per sentence, then utteranceComplete.
 func (s *synthSession) speak(ctx context.Context, utterance int, text string, arrival time.Time) {
 	chunks, samples := 0, 0
+	pieceStart := arrival
 	err := s.engine.Speak(ctx, kokoro.Request{Text: text, Voice: s.voice, Speed: s.speed}, func(c kokoro.Chunk) error {
 		h := synthAudio{Type: "audio", Utterance: utterance, Seq: c.Index, Samples: len(c.PCM),
 			DurationMs: samplesMs(len(c.PCM)), Text: c.Text}
+		s.svc.ObserveSynthesis(time.Since(pieceStart))
 		if chunks == 0 {
 			first := sinceMs(arrival)
 			h.FirstFrameMs = &first
+			s.svc.metrics.firstFrame.WithLabelValues("synthesize").Observe(first / 1000)
 		}
 		if !s.w.json(ctx, 0, h) || !s.w.pcm(ctx, 0, c.PCM) {
 			return ctx.Err()
 		}
 		chunks++
 		samples += len(c.PCM)
+		pieceStart = time.Now()
 		return nil
 	})
 	if ctx.Err() != nil {

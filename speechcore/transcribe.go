@@ -91,27 +91,28 @@ type closeFrame struct {
 func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	engine := d.svc.Whisper
 	if engine == nil {
-		WriteError(w, ErrNotWarm)
+		d.svc.refuse(w, ErrNotWarm)
 		return
 	}
 	release, err := d.svc.Gate.Acquire()
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	defer release()
 	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
 	if err != nil {
-		WriteError(w, err)
+		d.svc.refuse(w, err)
 		return
 	}
 	defer leave()
 	// The origin check (403 origin_not_allowed, named) and our own frame limit (read), so that
 	// an oversize frame gets a named error rather than the library's bare close.
-	conn, err := acceptSpeaking(w, r, d.svc.cfg.AllowOrigins)
+	conn, err := d.svc.acceptSpeaking(w, r)
 	if err != nil {
 		return // answered already
 	}
+	defer d.svc.opened("transcribe")()
 	cadence, segMax := d.PartialCadence, d.SegmentMax
 	if cadence <= 0 {
 		cadence = DefaultPartialCadence
@@ -124,6 +125,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		engine:         engine,
 		log:            d.svc.log,
 		heard:          d.svc.heard,
+		svc:            d.svc,
 		cadenceSamples: int(cadence.Seconds() * audio.WhisperSampleRate),
 		segMaxSamples:  int(segMax.Seconds() * audio.WhisperSampleRate),
 		out:            make(chan any, 32),
@@ -158,6 +160,7 @@ type transcribeSession struct {
 	engine         transcriber
 	log            *slog.Logger
 	heard          func(seconds float64) // the meter: each frame taken; may be nil
+	svc            *Service              // metrics; may be nil
 	cadenceSamples int
 	segMaxSamples  int
 
@@ -485,6 +488,9 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 	var text string
 	if len(j.pcm) > 0 {
 		res, err := s.engine.Transcribe(ctx, j.pcm)
+		if err == nil && s.svc != nil {
+			s.svc.ObserveTranscription(res)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -509,6 +515,9 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 		if !j.firstAudio.IsZero() {
 			ft := durationMs(end.Sub(j.firstAudio))
 			delta.FirstTokenMs = &ft
+			if s.svc != nil {
+				s.svc.metrics.firstToken.Observe(end.Sub(j.firstAudio).Seconds())
+			}
 		}
 	}
 	s.send(ctx, delta)

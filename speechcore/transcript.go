@@ -15,6 +15,7 @@ import (
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/squelch"
+	"github.com/voiced/voiced/speechcore/whisper"
 )
 
 // Defaults of the half-duplex transcript (reference/001).
@@ -96,6 +97,8 @@ type transcript struct {
 	done   chan struct{} // closed when the worker has exited
 	guard  int           // samples
 	cut    int           // samples
+	// observe records each decode's pass durations (Service.ObserveTranscription).
+	observe func(whisper.Result)
 
 	mu         sync.Mutex
 	sq         *squelch.Squelch
@@ -153,7 +156,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	_, _, guard, cut := d.limits()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transcript{
-		id: newTranscriptID(), engine: engine, cancel: cancel, sq: sq, guard: guard, cut: cut,
+		id: newTranscriptID(), engine: engine, observe: d.svc.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		lastUsed: time.Now(),
 	}
@@ -275,6 +278,13 @@ func (d *TranscriptDoor) Shutdown() {
 		d.model.Close()
 		d.model = nil
 	}
+}
+
+// openCount is the number of open transcripts (voiced_transcripts_open).
+func (d *TranscriptDoor) openCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.sessions)
 }
 
 func (d *TranscriptDoor) find(id string) (*transcript, *Refusal) {
@@ -439,6 +449,9 @@ func (t *transcript) catchUp(ctx context.Context, flush bool) error {
 			res, err := t.engine.Transcribe(ctx, pcm)
 			if err != nil {
 				return err
+			}
+			if t.observe != nil {
+				t.observe(res)
 			}
 			text = strings.TrimSpace(res.Text)
 		}

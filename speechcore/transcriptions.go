@@ -89,11 +89,15 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", format)))
 		return
 	}
+	defer d.svc.opened("transcriptions")()
 	var segments []verboseSegment
 	var texts []string
 	for start := 0; start < len(pcm); start += audio.WhisperSamples {
 		window := pcm[start:min(start+audio.WhisperSamples, len(pcm))]
 		res, err := engine.Transcribe(r.Context(), window)
+		if err == nil {
+			d.svc.ObserveTranscription(res)
+		}
 		if err != nil {
 			if r.Context().Err() != nil {
 				return

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/voiced/voiced/speechcore"
 )
 
@@ -40,7 +42,13 @@ func init() {
 					app.Log.Warn("serving WITHOUT a service token (--insecure-no-auth): every route is open")
 					app.auth = func(h http.Handler) http.Handler { return h }
 				default:
-					app.auth = bearer(token)
+					// Same series as the doors' refusals (kind is constant, reason variable in all three).
+					refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: speechcore.MetricSessionsRefused,
+						Help: speechcore.MetricSessionsRefusedHelp, ConstLabels: prometheus.Labels{"kind": "service"}}, []string{"reason"})
+					if app.Metrics != nil {
+						app.Metrics.MustRegister(refused)
+					}
+					app.auth = bearer(token, refused.WithLabelValues(speechcore.ReasonAuth).Inc)
 				}
 				return nil
 			},
@@ -74,7 +82,7 @@ func serviceToken(app *App, tokenFile string) (token []byte, source string, err 
 
 // bearer checks Authorization: Bearer <token> in constant time (both sides hashed first, so the
 // comparison does not leak the token's length either).
-func bearer(token []byte) func(http.Handler) http.Handler {
+func bearer(token []byte, refused func()) func(http.Handler) http.Handler {
 	want := sha256.Sum256(token)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,6 +95,9 @@ func bearer(token []byte) func(http.Handler) http.Handler {
 					challenge += `, error="invalid_token"`
 				}
 				w.Header().Set("WWW-Authenticate", challenge)
+				if refused != nil {
+					refused() // voiced_sessions_refused_total{kind="service",reason="auth"}
+				}
 				speechcore.WriteError(w, errUnauthorized)
 				return
 			}

@@ -115,6 +115,7 @@ func init() {
 				app.HandlePublic("GET /v1/voice", http.HandlerFunc(srv.ServeVoice))
 				app.HandlePublic("GET /v1/realtime", http.HandlerFunc(srv.ServeRealtime))
 				app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)
+				app.Metrics.MustRegister(srv.Collectors()...)
 				app.Voice = srv
 				return nil
 			},
@@ -267,6 +268,7 @@ func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
 		if err != nil {
 			return strings.Join(parts, " "), err
 		}
+		e.svc.ObserveTranscription(r)
 		if t := strings.TrimSpace(r.Text); t != "" {
 			parts = append(parts, t)
 		}
@@ -288,7 +290,13 @@ func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit
 	if err != nil {
 		s = 0
 	}
-	return k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error { return emit(c.PCM) })
+	start := time.Now()
+	return k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error {
+		v.svc.ObserveSynthesis(time.Since(start))
+		err := emit(c.PCM)
+		start = time.Now()
+		return err
+	})
 }
 
 // kokoroVoice maps a session's voice to a mounted one: the name itself, else Kokoro's voice of the
@@ -317,7 +325,7 @@ func (f *floor) Push(pcm []float32) ([]session.FloorEvent, error) {
 		case turn.SpeechStarted:
 			out = append(out, session.FloorEvent{Sample: ev.AudioStartMs * 16})
 		case turn.SpeechStopped:
-			out = append(out, session.FloorEvent{Stopped: true, Sample: ev.AudioEndMs * 16})
+			out = append(out, session.FloorEvent{Stopped: true, Sample: ev.AudioEndMs * 16, SpeechEnd: ev.SpeechEndMs * 16})
 		}
 	}
 	return out, err

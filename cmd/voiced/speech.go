@@ -43,6 +43,7 @@ func init() {
 					return err
 				}
 				app.Speech = svc
+				app.Metrics.MustRegister(svc.Collectors()...)
 				svc.Register(app)
 				return nil
 			},

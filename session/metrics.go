@@ -1,0 +1,82 @@
+package session
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/speechcore"
+)
+
+// metrics are the conversations' series; Server.Collectors hands them to the registry. They
+// share voiced_sessions_open and voiced_sessions_refused_total with the speech doors (kind
+// "conversation" here, "speech" there). No series is labelled by principal.
+type metrics struct {
+	open    *prometheus.GaugeVec   // door: voice, realtime
+	refused *prometheus.CounterVec // reason
+
+	turnWait    prometheus.Histogram // end of speech → speech_stopped
+	finalDecode prometheus.Histogram // commit → the item's transcript
+	mindFirst   prometheus.Histogram // the mind asked → its first delta
+	answer      prometheus.Histogram // end of speech → the reply's first audio delta
+}
+
+func newMetrics() *metrics {
+	hist := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: speechcore.LatencyBuckets})
+	}
+	kind := prometheus.Labels{"kind": "conversation"}
+	return &metrics{
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: speechcore.MetricSessionsOpen,
+			Help: speechcore.MetricSessionsOpenHelp, ConstLabels: kind}, []string{"door"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: speechcore.MetricSessionsRefused,
+			Help: speechcore.MetricSessionsRefusedHelp, ConstLabels: kind}, []string{"reason"}),
+		turnWait: hist("voiced_conversation_turn_wait_seconds",
+			"server_vad/semantic_vad: the end of the user's speech to speech_stopped, in audio time (the silence waited out plus the detector's hangover)."),
+		finalDecode: hist("voiced_conversation_final_decode_seconds",
+			"A committed user audio item to its transcript (queue wait plus Whisper)."),
+		mindFirst: hist("voiced_conversation_mind_first_token_seconds",
+			"A reply asking the mind to its first delta (after the user's transcripts are in)."),
+		answer: hist("voiced_conversation_first_audio_seconds",
+			"The end of the user's speech (turn detected) to the reply's first audio delta queued: turn wait + transcript + mind + first synthesis."),
+	}
+}
+
+// Collectors returns the conversations' series for a Prometheus registry (never the default one).
+func (s *Server) Collectors() []prometheus.Collector {
+	m := s.metrics
+	return []prometheus.Collector{m.open, m.refused, m.turnWait, m.finalDecode, m.mindFirst, m.answer}
+}
+
+// refused counts a handshake refusal by reason and answers it.
+func (s *Server) refuse(w http.ResponseWriter, reason string, err error) {
+	s.metrics.refused.WithLabelValues(reason).Inc()
+	writeRefusal(w, err)
+}
+
+// timed wraps the mind so that each answer's first delta observes voiced_conversation_mind_first_token_seconds.
+func (e Engines) timed(m *metrics) Engines {
+	if e.Mind != nil {
+		e.Mind = timedMind{Mind: e.Mind, first: m.mindFirst}
+	}
+	return e
+}
+
+type timedMind struct {
+	mind.Mind
+	first prometheus.Histogram
+}
+
+func (t timedMind) Answer(ctx context.Context, req mind.Request, emit func(mind.Delta) error) (mind.Reply, error) {
+	asked, seen := time.Now(), false
+	return t.Mind.Answer(ctx, req, func(d mind.Delta) error {
+		if !seen {
+			seen = true
+			t.first.Observe(time.Since(asked).Seconds())
+		}
+		return emit(d)
+	})
+}
