@@ -93,15 +93,26 @@ func (c *conversation) cancelReply(id string, cause error) bool {
 	return true
 }
 
-// replyRun is one response's output state, owned by its worker.
+// pipeDepth bounds the pieces the mind may run ahead of the speaking (a bounded pipeline: the
+// mind streams sentence k+1 while sentence k is synthesized and sent).
+const pipeDepth = 8
+
+// replyRun is one response's output state, owned by its writer goroutine (the one that runs the
+// ops the mind's stream queues, in order); splitter belongs to the mind's goroutine.
 type replyRun struct {
 	c    *conversation
 	r    *reply
 	cfg  wire.Session
 	resp wire.Response
+	// ctx is r.ctx, also cancelled (with the cause) when the writer or the mind fails: either
+	// side's failure stops the other.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ops    chan func() error
 
 	speak    bool // audio out (else text)
 	splitter *kokoro.Splitter
+	opened   bool             // the mind's goroutine queued openMessage
 	out      *audio.Resampler // 24 kHz → 8 kHz for G.711
 
 	msg     *entry
@@ -147,12 +158,56 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 		if cfg.ToolChoice.Mode == wire.ToolChoiceNone {
 			req.Tools = nil
 		}
-		_, err = c.engines.Mind.Answer(r.ctx, req, run.delta)
-		if err == nil && run.speak && run.msg != nil {
-			err = run.say(run.splitter.Flush())
-		}
+		err = run.stream(req)
 	}
 	run.finish(err)
+}
+
+// stream runs the mind on this goroutine and writes the reply on another: the mind's deltas
+// become ops (open the message, say a sentence, send text, extend a call) queued in order, so the
+// events keep the order they would have on one goroutine while synthesis overlaps the mind.
+// It returns when both are done; the writer's error wins (a quota, a synthesis failure), else
+// the mind's.
+func (run *replyRun) stream(req mind.Request) error {
+	run.ctx, run.cancel = context.WithCancelCause(run.r.ctx)
+	defer run.cancel(nil)
+	run.ops = make(chan func() error, pipeDepth)
+	writerDone := make(chan error, 1)
+	go func() {
+		var err error
+		for op := range run.ops {
+			if err == nil {
+				if err = op(); err != nil {
+					run.cancel(err)
+				}
+			}
+		}
+		writerDone <- err
+	}()
+	_, err := run.c.engines.Mind.Answer(run.ctx, req, run.delta)
+	if err == nil && run.speak && run.splitter != nil {
+		if rest := run.splitter.Flush(); rest != "" {
+			err = run.queue(func() error { return run.say(rest) })
+		}
+	}
+	if err != nil {
+		run.cancel(err) // the mind failed: stop speaking what it queued
+	}
+	close(run.ops)
+	if werr := <-writerDone; werr != nil && !errors.Is(werr, context.Canceled) {
+		return werr
+	}
+	return err
+}
+
+// queue hands an op to the writer, waiting while the pipeline is full.
+func (run *replyRun) queue(op func() error) error {
+	select {
+	case run.ops <- op:
+		return nil
+	case <-run.ctx.Done():
+		return context.Cause(run.ctx)
+	}
 }
 
 func toolChoice(tc wire.ToolChoice) string {
@@ -207,26 +262,41 @@ func (c *conversation) context(input []wire.Item) []wire.Item {
 	return out
 }
 
-// delta takes one piece of the mind's answer.
+// delta takes one piece of the mind's answer (on the mind's goroutine) and queues what it
+// means for the writer.
 func (run *replyRun) delta(d mind.Delta) error {
-	if err := run.r.ctx.Err(); err != nil {
-		return err
+	if err := run.ctx.Err(); err != nil {
+		return context.Cause(run.ctx)
 	}
 	if d.Text != "" {
-		run.openMessage()
+		if !run.opened {
+			run.opened = true
+			if err := run.queue(func() error { run.openMessage(); return nil }); err != nil {
+				return err
+			}
+		}
 		if run.speak {
 			for _, piece := range run.splitter.Push(d.Text) {
-				if err := run.say(piece); err != nil {
+				if err := run.queue(func() error { return run.say(piece) }); err != nil {
 					return err
 				}
 			}
 		} else {
-			run.text.WriteString(d.Text)
-			run.c.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: d.Text})
+			text := d.Text
+			if err := run.queue(func() error {
+				run.text.WriteString(text)
+				run.c.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: text})
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	if d.Call != nil {
-		run.callDelta(d.Call)
+		call := *d.Call
+		if err := run.queue(func() error { run.callDelta(&call); return nil }); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -270,7 +340,7 @@ func (run *replyRun) say(piece string) error {
 	if piece == "" {
 		return nil
 	}
-	if err := run.r.ctx.Err(); err != nil {
+	if err := run.ctx.Err(); err != nil {
 		return err
 	}
 	c := run.c
@@ -280,9 +350,9 @@ func (run *replyRun) say(piece string) error {
 	run.text.WriteString(piece)
 	c.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
 	sent := 0
-	err := c.engines.Voice.Speak(run.r.ctx, strings.TrimSpace(piece), run.cfg.Voice, run.cfg.Speed, func(pcm []int16) error {
+	err := c.engines.Voice.Speak(run.ctx, strings.TrimSpace(piece), run.cfg.Voice, run.cfg.Speed, func(pcm []int16) error {
 		for len(pcm) > 0 {
-			if err := run.r.ctx.Err(); err != nil {
+			if err := run.ctx.Err(); err != nil {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
@@ -307,7 +377,7 @@ func (run *replyRun) say(piece string) error {
 	c.mu.Lock()
 	run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
 	c.mu.Unlock()
-	if err != nil && run.r.ctx.Err() == nil && errors.Is(err, kokoro.ErrNothingToSay) {
+	if err != nil && run.ctx.Err() == nil && errors.Is(err, kokoro.ErrNothingToSay) {
 		return nil // punctuation alone: nothing to speak
 	}
 	return err
