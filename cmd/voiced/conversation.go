@@ -53,7 +53,7 @@ func init() {
 				fs.StringVar(&mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
 				fs.StringVar(&mindModel, "mind-model", "", "the model name sent to --mind-url")
 				fs.StringVar(&mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
-				fs.DurationVar(&mindTimeout, "mind-timeout", 60*time.Second, "the longest one answer of the mind may take")
+				fs.DurationVar(&mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 			},
 			validate: func(app *App) error {
 				if jwks != "" && secretFile != "" {
