@@ -80,6 +80,9 @@ type conversation struct {
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first audio delta after it observes the answer latency.
 	answerSince atomic.Int64
+	// assistantAudio: the conversation holds assistant audio (a reply spoke into it), so its voice
+	// is fixed, as OpenAI's is.
+	assistantAudio atomic.Bool
 }
 
 func newConversation(s *Server, conn *websocket.Conn, g Grant, d wire.Dialect, model string) *conversation {

@@ -73,6 +73,14 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 		c.sendError(err)
 		return
 	}
+	if v := u.Session.Voice; v.Set() && v.Value != c.sess.Voice && c.assistantAudio.Load() {
+		param := "session.voice"
+		if c.dialect == wire.GA {
+			param = "session.audio.output.voice"
+		}
+		c.sendError(wire.ErrInvalidValue(param, u.ClientEventID(), "Cannot update a conversation's voice if assistant audio is present."))
+		return
+	}
 	next := c.sess
 	if err := next.Apply(u); err != nil {
 		c.sendError(err)

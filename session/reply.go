@@ -374,6 +374,9 @@ func (run *replyRun) say(piece string) error {
 		run.out.Reset()
 	}
 	run.spoken += sent
+	if sent > 0 && !run.r.outOfBand {
+		c.assistantAudio.Store(true)
+	}
 	c.mu.Lock()
 	run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
 	c.mu.Unlock()

@@ -108,3 +108,35 @@ func TestMindTimeoutBoundsSilenceNotSpeech(t *testing.T) {
 		})
 	}
 }
+
+// TestVoiceFixedOnceAudioIsPresent: like OpenAI, the voice may change until the conversation
+// holds assistant audio, then a change is invalid_value and the session lives on.
+func TestVoiceFixedOnceAudioIsPresent(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
+	c := ts.open(t)
+	voice := func(v string) map[string]any {
+		return map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+			"audio": map[string]any{"output": map[string]any{"voice": v}}}}
+	}
+	c.send(voice("ash"))
+	if got := c.expect("session.updated")[0]["session"].(map[string]any)["audio"].(map[string]any)["output"].(map[string]any)["voice"]; got != "ash" {
+		t.Fatalf("voice %v, want ash", got)
+	}
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "Hello there."}}}})
+	c.expect("conversation.item.added", "conversation.item.done")
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+
+	c.send(voice("verse"))
+	e := c.expectError("invalid_value")
+	if e["param"] != "session.audio.output.voice" || e["message"] != "Cannot update a conversation's voice if assistant audio is present." {
+		t.Fatalf("error %v", e)
+	}
+	c.send(voice("ash")) // the same voice is no change
+	c.expect("session.updated")
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "instructions": "Be brief."}})
+	c.expect("session.updated")
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
