@@ -40,7 +40,7 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 		}
 		c.send(wire.ConversationItemDeleted{ItemID: e.ItemID})
 	case *wire.ConversationItemRetrieve:
-		it, ok := c.itemCopy(e.ItemID)
+		it, ok := c.retrieved(e.ItemID)
 		if !ok {
 			c.send(wire.ErrItemNotFound("item_id", e.ItemID, id))
 			return

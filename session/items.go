@@ -16,6 +16,61 @@ type entry struct {
 	ready chan struct{}
 	// spoken is an assistant audio item's audio, sentence by sentence, for truncation.
 	spoken []spokenPiece
+	// audio is an assistant audio item's audio bytes as sent (in audioFormat), for retrieve; see
+	// keptAudio. audioLost: it lost them to that bound, and keeps none from then on.
+	audio       []byte
+	audioFormat wire.AudioFormat
+	audioLost   bool
+}
+
+// keptAudio bounds the assistant audio a conversation keeps for conversation.item.retrieve: the
+// newest items' audio up to this much in all; older items lose theirs (retrieve then carries the
+// transcript only), and an item longer than this on its own keeps none.
+const keptAudio = 5 * 60 * 1000 // ms
+
+// keepAudio appends reply audio as sent to its item, then drops the oldest items' audio until
+// the conversation keeps no more than keptAudio.
+func (c *conversation) keepAudio(e *entry, f wire.AudioFormat, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.audioLost || c.indexOf(e.item.ID) < 0 {
+		return
+	}
+	e.audioFormat = f
+	e.audio = append(e.audio, b...)
+	total := 0.0
+	for _, o := range c.items {
+		total += o.audioFormat.Millis(len(o.audio))
+	}
+	for _, o := range c.items {
+		if total <= keptAudio {
+			break
+		}
+		if len(o.audio) > 0 && (o != e || o.audioFormat.Millis(len(o.audio)) > keptAudio) {
+			total -= o.audioFormat.Millis(len(o.audio))
+			o.audio, o.audioLost = nil, true
+		}
+	}
+}
+
+// retrieved returns a copy of item id with the audio it keeps (conversation.item.retrieve).
+func (c *conversation) retrieved(id string) (wire.Item, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.indexOf(id)
+	if i < 0 {
+		return wire.Item{}, false
+	}
+	e := c.items[i]
+	it := cloneItem(e.item)
+	if len(e.audio) > 0 {
+		for j := range it.Content {
+			if it.Content[j].Type == wire.OutputAudio {
+				it.Content[j].Audio = slices.Clone(e.audio)
+			}
+		}
+	}
+	return it, true
 }
 
 // spokenPiece is one sentence of reply audio: its text and how many 24 kHz samples were sent.
@@ -130,6 +185,12 @@ func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
 		keep = 0
 	}
 	e.spoken = heard
+	if len(e.audio) > 0 {
+		// The kept audio ends where the client stopped playing, on a sample.
+		bps := e.audioFormat.BytesPerSample()
+		n := t.AudioEndMs * e.audioFormat.SampleRate() / 1000 * bps
+		e.audio = e.audio[:min(n, len(e.audio))]
+	}
 	s := strings.TrimSpace(text.String())
 	e.item.Content[t.ContentIndex].Transcript = &s
 	e.item.Status = wire.ItemIncomplete

@@ -356,7 +356,7 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
-			c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: run.encode(pcm[:n])})
+			run.sendAudio(run.encode(pcm[:n]))
 			c.spokenSamples.Add(int64(n))
 			sent += n
 			pcm = pcm[n:]
@@ -369,7 +369,7 @@ func (run *replyRun) say(piece string) error {
 	if run.out != nil && err == nil {
 		// The resampler holds its delay back: a piece's audio ends with the piece.
 		if tail := run.out.Flush(); len(tail) > 0 {
-			c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: run.g711(audio.Float32ToInt16(tail))})
+			run.sendAudio(run.g711(audio.Float32ToInt16(tail)))
 		}
 		run.out.Reset()
 	}
@@ -384,6 +384,14 @@ func (run *replyRun) say(piece string) error {
 		return nil // punctuation alone: nothing to speak
 	}
 	return err
+}
+
+// sendAudio sends one audio delta and keeps it on the message for retrieve.
+func (run *replyRun) sendAudio(b []byte) {
+	run.c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
+	if !run.r.outOfBand {
+		run.c.keepAudio(run.msg, run.cfg.OutputFormat, b)
+	}
 }
 
 // encode renders 24 kHz PCM16 in the output format.

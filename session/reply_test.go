@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/wire"
 )
 
 // streamChat streams text chunks as an OpenAI-compatible server does, gap apart; with
@@ -139,4 +142,98 @@ func TestVoiceFixedOnceAudioIsPresent(t *testing.T) {
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "instructions": "Be brief."}})
 	c.expect("session.updated")
 	c.conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestRetrieveKeepsAssistantAudio: retrieve of an assistant item carries the audio it was sent,
+// in the format it was sent; a truncate cuts the kept audio where the client stopped.
+func TestRetrieveKeepsAssistantAudio(t *testing.T) {
+	tests := []struct {
+		name   string
+		format map[string]any // GA audio.output.format; nil: pcm16
+		perMs  int            // bytes per ms
+	}{
+		{name: "pcm16", perMs: 48},
+		{name: "g711_ulaw", format: map[string]any{"type": "audio/pcmu"}, perMs: 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			leakCheck(t)
+			ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
+			c := ts.open(t)
+			if tc.format != nil {
+				c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+					"audio": map[string]any{"output": map[string]any{"format": tc.format}}}})
+				c.expect("session.updated")
+			}
+			c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+				"content": []any{map[string]any{"type": "input_text", "text": "Say two sentences. Please do."}}}})
+			c.expect("conversation.item.added", "conversation.item.done")
+			c.send(map[string]any{"type": "response.create"})
+			var sent []byte
+			var itemID string
+			for _, ev := range c.until("response.done") {
+				if ev["type"] == "response.output_audio.delta" {
+					b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
+					sent = append(sent, b...)
+					itemID = ev["item_id"].(string)
+				}
+			}
+			if len(sent) == 0 {
+				t.Fatal("no audio sent")
+			}
+			retrieve := func() []byte {
+				c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": itemID})
+				part := c.expect("conversation.item.retrieved")[0]["item"].(map[string]any)["content"].([]any)[0].(map[string]any)
+				a, _ := part["audio"].(string)
+				b, err := base64.StdEncoding.DecodeString(a)
+				if err != nil || part["transcript"] == nil {
+					t.Fatalf("retrieved part %v", part)
+				}
+				return b
+			}
+			if got := retrieve(); !bytes.Equal(got, sent) {
+				t.Fatalf("retrieved %d bytes of audio, sent %d (equal: false)", len(got), len(sent))
+			}
+			c.send(map[string]any{"type": "conversation.item.truncate", "item_id": itemID, "content_index": 0, "audio_end_ms": 150})
+			c.expect("conversation.item.truncated")
+			if got := retrieve(); !bytes.Equal(got, sent[:150*tc.perMs]) {
+				t.Fatalf("after truncate to 150 ms: %d bytes, want the first %d sent", len(got), 150*tc.perMs)
+			}
+			c.conn.Close(websocket.StatusNormalClosure, "")
+		})
+	}
+}
+
+// TestKeptAudioIsBounded: the conversation keeps at most keptAudio of assistant audio; the
+// oldest items lose theirs first, and an item longer than the bound alone keeps none.
+func TestKeptAudioIsBounded(t *testing.T) {
+	c := &conversation{}
+	item := func(id string) *entry {
+		e := &entry{item: wire.Item{ID: id, Type: wire.ItemMessage, Role: wire.RoleAssistant}}
+		c.items = append(c.items, e)
+		return e
+	}
+	minute := make([]byte, 60*8000) // one minute of G.711
+	a, b, d := item("a"), item("b"), item("d")
+	for range 2 {
+		c.keepAudio(a, wire.G711Ulaw, minute)
+	}
+	for range 3 {
+		c.keepAudio(b, wire.G711Ulaw, minute)
+	}
+	if len(a.audio) != 2*len(minute) || len(b.audio) != 3*len(minute) {
+		t.Fatalf("within the bound: a %d, b %d bytes", len(a.audio), len(b.audio))
+	}
+	c.keepAudio(d, wire.G711Ulaw, minute) // six minutes in all: the oldest item loses its audio
+	if a.audio != nil || !a.audioLost || len(b.audio) != 3*len(minute) || len(d.audio) != len(minute) {
+		t.Fatalf("over the bound: a %d (lost %v), b %d, d %d bytes", len(a.audio), a.audioLost, len(b.audio), len(d.audio))
+	}
+	c.keepAudio(a, wire.G711Ulaw, minute) // a lost item keeps nothing more
+	long := item("long")
+	for range 6 {
+		c.keepAudio(long, wire.G711Ulaw, minute)
+	}
+	if a.audio != nil || long.audio != nil || !long.audioLost {
+		t.Fatalf("a %d bytes, long %d bytes (lost %v)", len(a.audio), len(long.audio), long.audioLost)
+	}
 }
