@@ -106,22 +106,11 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.svc.refuse(w, ErrNotWarm)
 		return
 	}
-	release, err := d.svc.Gate.Acquire()
-	if err != nil {
-		d.svc.refuse(w, err)
-		return
+	ctx, conn, done, ok := d.svc.admitSocket(w, r)
+	if !ok {
+		return // refused by name already
 	}
-	defer release()
-	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
-	if err != nil {
-		d.svc.refuse(w, err)
-		return
-	}
-	defer leave()
-	conn, err := d.svc.acceptSpeaking(w, r)
-	if err != nil {
-		return
-	}
+	defer done()
 	idle := d.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultSpeakIdle

@@ -171,6 +171,31 @@ func originAllowed(r *http.Request, patterns []string) bool {
 }
 
 // acceptSpeaking upgrades a speaking door's socket after the origin check.
+// admitSocket admits one raw-door WebSocket: a session slot (429 + Retry-After at the cap), a place
+// in the shutdown registry (503 shutting_down while draining), then the origin check and the upgrade.
+// Every refusal is answered by name before ok is false. done releases all of it; ctx is cancelled
+// when the shutdown grace ends.
+func (s *Service) admitSocket(w http.ResponseWriter, r *http.Request) (ctx context.Context, conn *websocket.Conn, done func(), ok bool) {
+	release, err := s.Gate.Acquire()
+	if err != nil {
+		s.refuse(w, err)
+		return nil, nil, nil, false
+	}
+	ctx, leave, err := s.Sockets.Enter(r.Context())
+	if err != nil {
+		release()
+		s.refuse(w, err)
+		return nil, nil, nil, false
+	}
+	conn, err = s.acceptSpeaking(w, r)
+	if err != nil {
+		leave()
+		release()
+		return nil, nil, nil, false
+	}
+	return ctx, conn, func() { leave(); release() }, true
+}
+
 func (s *Service) acceptSpeaking(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
 	origins := s.cfg.AllowOrigins
 	if !originAllowed(r, origins) {
@@ -373,22 +398,11 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.svc.refuse(w, err)
 		return
 	}
-	release, err := d.svc.Gate.Acquire()
-	if err != nil {
-		d.svc.refuse(w, err)
-		return
+	ctx, conn, done, ok := d.svc.admitSocket(w, r)
+	if !ok {
+		return // refused by name already
 	}
-	defer release()
-	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
-	if err != nil {
-		d.svc.refuse(w, err)
-		return
-	}
-	defer leave()
-	conn, err := d.svc.acceptSpeaking(w, r)
-	if err != nil {
-		return
-	}
+	defer done()
 	device, provider := "cpu", "cpu"
 	if d.svc.Env != nil {
 		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()

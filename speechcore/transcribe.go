@@ -94,24 +94,11 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.svc.refuse(w, ErrNotWarm)
 		return
 	}
-	release, err := d.svc.Gate.Acquire()
-	if err != nil {
-		d.svc.refuse(w, err)
-		return
+	ctx, conn, done, ok := d.svc.admitSocket(w, r)
+	if !ok {
+		return // refused by name already
 	}
-	defer release()
-	ctx, leave, err := d.svc.Sockets.Enter(r.Context())
-	if err != nil {
-		d.svc.refuse(w, err)
-		return
-	}
-	defer leave()
-	// The origin check (403 origin_not_allowed, named) and our own frame limit (read), so that
-	// an oversize frame gets a named error rather than the library's bare close.
-	conn, err := d.svc.acceptSpeaking(w, r)
-	if err != nil {
-		return // answered already
-	}
+	defer done()
 	defer d.svc.opened("transcribe")()
 	cadence, segMax := d.PartialCadence, d.SegmentMax
 	if cadence <= 0 {
