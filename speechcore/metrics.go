@@ -67,6 +67,7 @@ type metrics struct {
 	firstFrame    *prometheus.HistogramVec // door: /v1/synthesize firstFrameMs, /v1/speak/stream
 	whisperDecode prometheus.Histogram     // one transcription's decode (owner pick-up → last token)
 	whisperModel  prometheus.Histogram     // of which inside ONNX Runtime (encoder + decoder runs)
+	whisperEncode prometheus.Histogram     // of which the encoder pass
 	kokoroPass    prometheus.Histogram     // one piece: G2P, permit wait and the forward pass
 
 	once sync.Once
@@ -90,6 +91,8 @@ func newMetrics(s *Service) *metrics {
 			"One Whisper transcription (≤ 30 s window): the owner picking it up to its last token (mel, encoder, decoder loop)."),
 		whisperModel: hist("voiced_whisper_model_seconds",
 			"Of voiced_whisper_decode_seconds, the time inside ONNX Runtime (encoder and decoder passes)."),
+		whisperEncode: hist("voiced_whisper_encode_seconds",
+			"Of voiced_whisper_model_seconds, the encoder pass over the 30 s window."),
 		kokoroPass: hist("voiced_kokoro_pass_seconds",
 			"One Kokoro piece: G2P, the wait for the model permit and the forward pass."),
 	}
@@ -126,7 +129,7 @@ func newMetrics(s *Service) *metrics {
 func (s *Service) Collectors() []prometheus.Collector {
 	m := s.metrics
 	return append([]prometheus.Collector{m.open, m.refused, m.firstToken, m.firstFrame,
-		m.whisperDecode, m.whisperModel, m.kokoroPass}, m.queue...)
+		m.whisperDecode, m.whisperModel, m.whisperEncode, m.kokoroPass}, m.queue...)
 }
 
 // ObserveTranscription records one Whisper result's pass durations (the doors and the
@@ -134,6 +137,7 @@ func (s *Service) Collectors() []prometheus.Collector {
 func (s *Service) ObserveTranscription(r whisper.Result) {
 	s.metrics.whisperDecode.Observe(r.Decode.Seconds())
 	s.metrics.whisperModel.Observe(r.InModel.Seconds())
+	s.metrics.whisperEncode.Observe(r.Encode.Seconds())
 }
 
 // ObserveSynthesis records one Kokoro piece's duration, from the call to its audio.

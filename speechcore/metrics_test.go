@@ -82,7 +82,7 @@ func TestHearingMetricsMove(t *testing.T) {
 	c.send(websocket.MessageText, []byte(`{"type":"end"}`))
 	c.until("delta", "final")
 	got := gathered(t, reg)
-	for _, key := range []string{"voiced_transcribe_first_token_seconds", "voiced_whisper_decode_seconds", "voiced_whisper_model_seconds"} {
+	for _, key := range []string{"voiced_transcribe_first_token_seconds", "voiced_whisper_decode_seconds", "voiced_whisper_model_seconds", "voiced_whisper_encode_seconds"} {
 		if got[key] < 1 {
 			t.Errorf("%s = %v, want ≥ 1 (all: %v)", key, got[key], got)
 		}

@@ -85,6 +85,7 @@ func TestMetricsMove(t *testing.T) {
 		`voiced_kokoro_pass_seconds_count`,
 		`voiced_whisper_decode_seconds_count`,
 		`voiced_whisper_model_seconds_count`,
+		`voiced_whisper_encode_seconds_count`,
 		`voiced_conversation_turn_wait_seconds_count`,
 		`voiced_conversation_final_decode_seconds_count`,
 		`voiced_conversation_mind_first_token_seconds_count`,

@@ -38,6 +38,8 @@ type Result struct {
 	// InModel is the part of Decode spent inside ONNX Runtime (encoder and decoder runs); Decode
 	// minus InModel is the engine's own overhead (mel, feeds, argmax, detokenisation).
 	InModel time.Duration
+	// Encode is the part of InModel spent in the encoder pass (the rest is the decoder steps).
+	Encode time.Duration
 	// Features is the part of Decode spent in the log-mel front end.
 	Features time.Duration
 	// Steps counts decoder calls.

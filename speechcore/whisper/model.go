@@ -313,7 +313,8 @@ func (m *model) transcribe(ctx context.Context, pcm []float32) (Result, error) {
 	encOut := []ort.Value{nil}
 	t0 := time.Now()
 	err = run(m.encoder, []ort.Value{feat}, encOut)
-	res.InModel += time.Since(t0)
+	res.Encode = time.Since(t0)
+	res.InModel += res.Encode
 	if err != nil {
 		return res, fmt.Errorf("whisper encoder: %w", err)
 	}
