@@ -147,6 +147,7 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	created := run.resp
 	created.Output = nil
 	c.send(wire.ResponseCreated{Response: created})
+	c.send(wire.RateLimitsUpdated{RateLimits: c.rateLimits()})
 
 	err := c.waitTranscripts(r.ctx)
 	if err == nil {
@@ -208,6 +209,19 @@ func (run *replyRun) queue(op func() error) error {
 	case <-run.ctx.Done():
 		return context.Cause(run.ctx)
 	}
+}
+
+// rateLimits is what rate_limits.updated says after response.created: nothing without a quota;
+// with one, a "tokens" entry that counts seconds of audio (heard + spoken) left today, resetting
+// at the next UTC midnight. Its limit is not known here (Budget says what is left): omitted.
+func (c *conversation) rateLimits() []wire.RateLimit {
+	if !c.budgetLimited.Load() {
+		return nil
+	}
+	left := max(time.Duration(c.budgetLeft.Load()), 0)
+	now := c.srv.cfg.Now().UTC()
+	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	return []wire.RateLimit{{Name: "tokens", Remaining: int(left / time.Second), ResetSeconds: midnight.Sub(now).Seconds()}}
 }
 
 func toolChoice(tc wire.ToolChoice) string {

@@ -237,3 +237,33 @@ func TestKeptAudioIsBounded(t *testing.T) {
 		t.Fatalf("a %d bytes, long %d bytes (lost %v)", len(a.audio), len(long.audio), long.audioLost)
 	}
 }
+
+// TestRateLimitsUpdated: rate_limits.updated follows each response.created: empty without a
+// quota; with one, a "tokens" entry of the seconds left today (no limit: not known), resetting at
+// the next UTC midnight.
+func TestRateLimitsUpdated(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget func(context.Context, Principal) (time.Duration, bool, error)
+		want   string
+	}{
+		{name: "no quota", want: `[]`},
+		{name: "quota", budget: func(context.Context, Principal) (time.Duration, bool, error) {
+			return 90*time.Second + 500*time.Millisecond, true, nil
+		}, want: `[{"name":"tokens","remaining":90,"reset_seconds":75355}]`}, // the clock is 03:04:05 UTC
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			leakCheck(t)
+			ts := newTestServer(t, Config{Engines: Engines{Budget: tc.budget}})
+			c := ts.open(t)
+			c.send(map[string]any{"type": "response.create"})
+			ev := c.expect("response.created", "rate_limits.updated")[1]
+			if got, _ := json.Marshal(ev["rate_limits"]); string(got) != tc.want {
+				t.Fatalf("rate_limits %s, want %s", got, tc.want)
+			}
+			c.until("response.done")
+			c.conn.Close(websocket.StatusNormalClosure, "")
+		})
+	}
+}

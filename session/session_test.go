@@ -326,7 +326,7 @@ func TestTextTurnEventOrder(t *testing.T) {
 	c.send(map[string]any{"type": "response.create"})
 	evs := c.until("response.done")
 	got := strings.Join(compact(types(evs)), " ")
-	want := "response.created response.output_item.added conversation.item.added response.content_part.added " +
+	want := "response.created rate_limits.updated response.output_item.added conversation.item.added response.content_part.added " +
 		"response.output_audio_transcript.delta response.output_audio.delta+ response.output_audio.done " +
 		"response.output_audio_transcript.done response.content_part.done response.output_item.done conversation.item.done response.done"
 	if got != want {
@@ -394,8 +394,8 @@ func TestTextOnlyBeta(t *testing.T) {
 			t.Fatalf("audio event in a text-only response: %v", e)
 		}
 	}
-	head := strings.Join(types(evs[:4]), " ")
-	if head != "response.created response.output_item.added conversation.item.created response.content_part.added" || text.String() != "You said: beta text." {
+	head := strings.Join(types(evs[:5]), " ")
+	if head != "response.created rate_limits.updated response.output_item.added conversation.item.created response.content_part.added" || text.String() != "You said: beta text." {
 		t.Fatalf("beta text turn: %s / %q", head, text.String())
 	}
 	c.conn.Close(websocket.StatusNormalClosure, "")
@@ -451,7 +451,7 @@ func TestServerVADTurn(t *testing.T) {
 		c.send(appendEvent(pcm24(100, false)))
 	}
 	evs := c.expect("input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
-		"conversation.item.added", "conversation.item.done", "response.created")
+		"conversation.item.added", "conversation.item.done", "response.created", "rate_limits.updated")
 	started, stopped := evs[0], evs[1]
 	if started["audio_start_ms"].(float64) < 150 || started["audio_start_ms"].(float64) > 250 ||
 		stopped["audio_end_ms"].(float64) < 900 || started["item_id"] != stopped["item_id"] || evs[2]["item_id"] != started["item_id"] {
@@ -574,14 +574,14 @@ func TestToolCallRoundTrip(t *testing.T) {
 		"content": []any{map[string]any{"type": "input_text", "text": "Weather in Oslo?"}}}})
 	c.expect("conversation.item.added", "conversation.item.done")
 	c.send(map[string]any{"type": "response.create"})
-	evs := c.expect("response.created", "response.output_item.added", "conversation.item.added",
+	evs := c.expect("response.created", "rate_limits.updated", "response.output_item.added", "conversation.item.added",
 		"response.function_call_arguments.delta", "response.function_call_arguments.delta",
 		"response.function_call_arguments.done", "response.output_item.done", "conversation.item.done", "response.done")
-	fc := evs[1]["item"].(map[string]any)
+	fc := evs[2]["item"].(map[string]any)
 	if fc["type"] != "function_call" || fc["call_id"] != "call_w1" || fc["name"] != "weather" || fc["arguments"] != "" {
 		t.Fatalf("function_call item %v", fc)
 	}
-	if args := evs[5]; args["arguments"] != `{"city":"Oslo"}` || args["name"] != "weather" || args["call_id"] != "call_w1" {
+	if args := evs[6]; args["arguments"] != `{"city":"Oslo"}` || args["name"] != "weather" || args["call_id"] != "call_w1" {
 		t.Fatalf("arguments.done %v", args)
 	}
 	first := <-chat.requests
@@ -625,12 +625,12 @@ func TestMindFailureKeepsSession(t *testing.T) {
 	ts := newTestServer(t, Config{Engines: Engines{Mind: failingMind{}, Voice: fakeVoice{}}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "response.create"})
-	evs := c.expect("response.created", "error", "response.done")
-	if d := evs[2]["response"].(map[string]any); d["status"] != "failed" {
+	evs := c.expect("response.created", "rate_limits.updated", "error", "response.done")
+	if d := evs[3]["response"].(map[string]any); d["status"] != "failed" {
 		t.Fatalf("response.done %v", d)
 	}
 	c.send(map[string]any{"type": "response.create"}) // a new response is allowed: the session lives
-	c.expect("response.created", "error", "response.done")
+	c.expect("response.created", "rate_limits.updated", "error", "response.done")
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 

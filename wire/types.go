@@ -500,8 +500,8 @@ func (u *Usage) wire() *usageJSON {
 
 // RateLimit is one entry of rate_limits.updated.
 type RateLimit struct {
-	Name         string  `json:"name"` // "requests" | "tokens"
-	Limit        int     `json:"limit"`
+	Name         string  `json:"name"`            // "requests" | "tokens"
+	Limit        int     `json:"limit,omitempty"` // 0: not known, omitted
 	Remaining    int     `json:"remaining"`
 	ResetSeconds float64 `json:"reset_seconds"`
 }
