@@ -140,8 +140,8 @@ type SplitterOptions struct {
 	FirstAlone bool
 	// SplitChars is the size, in characters, that later pieces batch whole sentences up to (a
 	// sentence longer than it is still one piece). Text that reaches it without a sentence end
-	// is broken at a space. 0 or less: every sentence is its own piece and unpunctuated text is
-	// never broken.
+	// is broken at a space; a run of more than 4×SplitChars characters without one is cut at
+	// SplitChars. 0 or less: every sentence is its own piece and unpunctuated text is never broken.
 	SplitChars int
 }
 
@@ -163,10 +163,15 @@ func (s *Splitter) Push(text string) []string {
 	sentences, rest := scanSentences(s.buf, false)
 	s.buf = rest
 	pieces := s.batch(sentences)
-	for s.opts.SplitChars > 0 && utf8.RuneCountInString(s.buf) > s.opts.SplitChars {
-		cut := spaceCut(s.buf, s.opts.SplitChars)
+	for s.opts.SplitChars > 0 && runesOver(s.buf, s.opts.SplitChars) {
+		cut := spaceCut(s.buf[:runeOffset(s.buf, maxWordSplits*s.opts.SplitChars+1)], s.opts.SplitChars)
 		if cut < 0 {
-			break
+			// One word with no space to break at is held only so long: a client streaming
+			// spaceless text would otherwise grow the buffer (and each Push's rescan) without bound.
+			if !runesOver(s.buf, maxWordSplits*s.opts.SplitChars) {
+				break
+			}
+			cut = runeOffset(s.buf, s.opts.SplitChars)
 		}
 		pieces = append(pieces, strings.TrimSpace(s.buf[:cut]))
 		s.buf = strings.TrimLeftFunc(s.buf[cut:], unicode.IsSpace)
@@ -223,6 +228,32 @@ func (s *Splitter) batch(sentences []string) []string {
 		pieces = append(pieces, cur)
 	}
 	return pieces
+}
+
+// maxWordSplits: a run without whitespace longer than this many SplitChars is cut at SplitChars.
+const maxWordSplits = 4
+
+// runesOver reports whether text has more than n runes, reading at most n+1 of them.
+func runesOver(text string, n int) bool {
+	count := 0
+	for range text {
+		if count++; count > n {
+			return true
+		}
+	}
+	return false
+}
+
+// runeOffset returns the byte index of rune n in text (len(text) when it has no more).
+func runeOffset(text string, n int) int {
+	count := 0
+	for i := range text {
+		if count == n {
+			return i
+		}
+		count++
+	}
+	return len(text)
 }
 
 // spaceCut returns the byte index of the last whitespace within the first limit characters of

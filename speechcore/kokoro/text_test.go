@@ -131,6 +131,11 @@ func TestSplitter(t *testing.T) {
 			steps: []step{{"abcdefghij", nil}, {"k lm", []string{"abcdefghijk"}}},
 			flush: "lm",
 		},
+		"a word over four splits is cut at split": {
+			opts:  SplitterOptions{SplitChars: 5},
+			steps: []step{{strings.Repeat("a", 20), nil}, {"bc", []string{"aaaaa"}}},
+			flush: strings.Repeat("a", 15) + "bc",
+		},
 		"abbreviation across pushes": {
 			opts:  SplitterOptions{FirstAlone: true},
 			steps: []step{{"Ask Dr.", nil}, {" Who now. ", []string{"Ask Dr. Who now."}}},
@@ -156,6 +161,28 @@ func TestSplitter(t *testing.T) {
 				t.Fatalf("second Flush() = %q, want empty", got)
 			}
 		})
+	}
+}
+
+// A client streaming text with no whitespace (the speak door) must not grow the buffer without
+// bound: each Push rescans what is buffered.
+func TestSplitterBoundsSpacelessText(t *testing.T) {
+	s := NewSplitter(SplitterOptions{FirstAlone: true, SplitChars: 300})
+	var got []string
+	for range 100 {
+		got = append(got, s.Push(strings.Repeat("a", 1000))...)
+		if n := utf8.RuneCountInString(s.Buffered()); n > 4*300 {
+			t.Fatalf("buffered %d characters of one spaceless word, want at most %d", n, 4*300)
+		}
+	}
+	got = append(got, s.Flush())
+	if joined := strings.Join(got, ""); joined != strings.Repeat("a", 100*1000) {
+		t.Fatalf("pieces lost or invented text: %d characters, want %d", len(joined), 100*1000)
+	}
+	for i, p := range got[:len(got)-1] {
+		if utf8.RuneCountInString(p) != 300 {
+			t.Fatalf("piece %d has %d characters, want 300", i, utf8.RuneCountInString(p))
+		}
 	}
 }
 
