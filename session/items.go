@@ -21,6 +21,9 @@ type entry struct {
 	audio       []byte
 	audioFormat wire.AudioFormat
 	audioLost   bool
+	// truncated: a conversation.item.truncate cut it to what the client played; the reply still
+	// writing it (its last piece, its response.done) must not extend or restore it.
+	truncated bool
 }
 
 // keptAudio bounds the assistant audio a conversation keeps for conversation.item.retrieve: the
@@ -33,7 +36,7 @@ const keptAudio = 5 * 60 * 1000 // ms
 func (c *conversation) keepAudio(e *entry, f wire.AudioFormat, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e.audioLost || c.indexOf(e.item.ID) < 0 {
+	if e.audioLost || e.truncated || c.indexOf(e.item.ID) < 0 {
 		return
 	}
 	e.audioFormat = f
@@ -194,6 +197,7 @@ func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
 	s := strings.TrimSpace(text.String())
 	e.item.Content[t.ContentIndex].Transcript = &s
 	e.item.Status = wire.ItemIncomplete
+	e.truncated = true
 	return nil
 }
 

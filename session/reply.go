@@ -392,7 +392,9 @@ func (run *replyRun) say(piece string) error {
 		c.assistantAudio.Store(true)
 	}
 	c.mu.Lock()
-	run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
+	if !run.msg.truncated {
+		run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
+	}
 	c.mu.Unlock()
 	if err != nil && run.ctx.Err() == nil && errors.Is(err, kokoro.ErrNothingToSay) {
 		return nil // punctuation alone: nothing to speak
@@ -503,7 +505,7 @@ func (run *replyRun) finish(err error) {
 	for i, e := range run.outputs {
 		c.mu.Lock()
 		e.item.Status = itemStatus
-		if e == run.msg {
+		if e == run.msg && !e.truncated {
 			e.item.Content = []wire.ContentPart{run.contentPart()}
 		}
 		it := cloneItem(e.item)

@@ -528,6 +528,46 @@ func TestBargeInAndTruncate(t *testing.T) {
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 
+// A client that interrupts playback itself truncates, then cancels, while the reply is still
+// running: the reply's end must not write back the transcript (or audio) the user never heard.
+func TestTruncateBeforeResponseDone(t *testing.T) {
+	leakCheck(t)
+	gate := make(chan struct{}, 1)
+	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{gate: gate}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "tell me a story. a long one"}}}})
+	c.expect("conversation.item.added", "conversation.item.done")
+	c.send(map[string]any{"type": "response.create"})
+	gate <- struct{}{} // the first sentence speaks; the second waits
+	var itemID string
+	for _, e := range c.until("response.output_audio.delta") {
+		if e["type"] == "response.output_item.added" {
+			itemID = e["item"].(map[string]any)["id"].(string)
+		}
+	}
+	c.until("response.output_audio_transcript.delta") // the second sentence's: the first was sent whole
+	c.send(map[string]any{"type": "conversation.item.truncate", "item_id": itemID, "content_index": 0, "audio_end_ms": 200})
+	c.expect("conversation.item.truncated")
+	c.send(map[string]any{"type": "response.cancel"})
+	evs := c.until("response.done")
+	out := evs[len(evs)-1]["response"].(map[string]any)["output"].([]any)[0].(map[string]any)
+	// "You said: tell me a story." is 26 chars = 260 ms; 200 ms keeps 20 chars, cut at a word.
+	const want = "You said: tell me a"
+	if tr := out["content"].([]any)[0].(map[string]any)["transcript"]; tr != want {
+		t.Fatalf("response.done output transcript %q, want %q", tr, want)
+	}
+	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": itemID})
+	part := c.expect("conversation.item.retrieved")[0]["item"].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if part["transcript"] != want {
+		t.Fatalf("retrieved transcript %q, want %q", part["transcript"], want)
+	}
+	if b, _ := base64.StdEncoding.DecodeString(part["audio"].(string)); len(b) != 200*48 {
+		t.Fatalf("retrieved %d bytes of audio, want the %d played", len(b), 200*48)
+	}
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
+
 // A fake OpenAI-compatible chat server: the first request gets a tool call, later ones text.
 type toolChat struct {
 	requests chan map[string]any
