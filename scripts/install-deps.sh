@@ -6,6 +6,8 @@ pkgs=(espeak-ng libespeak-ng-dev gcc make ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
 fi
+# A fresh Debian 12 has no npm: the ONNX Runtime library comes from the onnxruntime-node npm package.
+command -v npm >/dev/null || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,3 +19,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v npm >/dev/null || { echo "npm is required (the ONNX Runtime library is taken from the onnxruntime-node npm package)"; exit 1; }
+# Debian 12's own golang is too old: voiced needs Go 1.26 (go.mod), from go.dev or a backport.
+if ! command -v go >/dev/null; then
+  echo "Go 1.26 or newer is required (go.mod says go 1.26): install it from https://go.dev/dl/ and put it on PATH" >&2
+  exit 1
+fi
+gov=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+if [[ "$(printf '%s\n1.26\n' "${gov%%[!0-9.]*}" | sort -V | head -1)" != "1.26" ]]; then
+  echo "Go $gov is too old: voiced needs Go 1.26 or newer (go.mod)" >&2
+  exit 1
+fi
