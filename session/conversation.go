@@ -129,9 +129,10 @@ func (c *conversation) run(parent context.Context) {
 	idleTimeout := c.srv.cfg.IdleTimeout
 	c.mu.Lock()
 	c.idle = time.AfterFunc(idleTimeout, func() {
-		// A client listening to a long reply sends nothing: idle counts only while no reply runs.
+		// A client listening to a long reply sends nothing: idle counts only while no reply runs
+		// (out-of-band ones included).
 		c.mu.Lock()
-		busy := c.active != nil
+		busy := c.active != nil || len(c.outOfBand) > 0
 		if busy {
 			c.idle.Reset(idleTimeout)
 		}

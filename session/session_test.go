@@ -943,6 +943,23 @@ func TestIdleWaitsForReply(t *testing.T) {
 	c.expectError(wire.CodeSessionExpired) // idle again once the reply is done
 }
 
+// An out-of-band reply is a reply too: a client listening to it is not idle.
+func TestIdleWaitsForOutOfBandReply(t *testing.T) {
+	leakCheck(t)
+	gate := make(chan struct{})
+	ts := newTestServer(t, Config{IdleTimeout: 400 * time.Millisecond, Engines: Engines{Voice: fakeVoice{gate: gate}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "response.create", "response": map[string]any{"conversation": "none"}})
+	c.until("response.output_audio_transcript.delta")
+	time.Sleep(1600 * time.Millisecond) // four idle periods pass while the reply is held
+	close(gate)
+	evs := c.until("response.done")
+	if d := evs[len(evs)-1]["response"].(map[string]any); d["status"] != "completed" {
+		t.Fatalf("reply %v", d)
+	}
+	c.expectError(wire.CodeSessionExpired) // idle again once the reply is done
+}
+
 // A user audio item created by the client is transcribed before the mind hears it.
 func TestCreatedAudioItemIsHeard(t *testing.T) {
 	leakCheck(t)
