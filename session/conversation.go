@@ -284,7 +284,13 @@ func (c *conversation) writeLoop() {
 				c.cancel()
 				return
 			}
-			if err := c.conn.Write(c.ctx, websocket.MessageText, f.data); err != nil {
+			// A write stuck this long: the client stopped reading. Bounded here too, not only
+			// in send: with fewer than outQueue events waiting no sender stalls, and a close
+			// (idle, drain) queued behind the stuck write would never be reached.
+			wctx, done := context.WithTimeout(c.ctx, slowClientTimeout)
+			err := c.conn.Write(wctx, websocket.MessageText, f.data)
+			done()
+			if err != nil {
 				c.cancel()
 				return
 			}
