@@ -112,6 +112,12 @@ func (c *conversation) run(parent context.Context) {
 		c.work.Wait()
 		writer.Wait()
 		meter.Wait()
+		// A reply worker can count its last samples after the meter loop's final flush: hand
+		// them on now that every worker has returned (the meter writes them within a second,
+		// and at shutdown its Close flushes after every conversation has drained).
+		last, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c.flushMeter(last, false)
+		cancel()
 		c.conn.Close(websocket.StatusNormalClosure, "")
 		if c.floor != nil {
 			c.floor.Close()
