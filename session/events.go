@@ -275,6 +275,14 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 			ent.ready = make(chan struct{})
 		}
 	}
+	if len(pcm) > 0 {
+		// Audio handed over in an item goes before the decoder like appended audio: it is metered
+		// as heard and spends the quota (no squelch: the client chose to send all of it).
+		c.heardSamples.Add(int64(len(pcm)))
+		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
+			return
+		}
+	}
 	prev := c.appendEntry(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})

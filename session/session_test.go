@@ -1002,3 +1002,21 @@ func TestOutOfBandResponse(t *testing.T) {
 	c.expectError(wire.CodeInvalidValue)
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
+
+// Audio a client hands over in conversation.item.create goes before the decoder like appended
+// audio, so it is metered as heard (300 ms of it here).
+func TestCreatedAudioItemIsMetered(t *testing.T) {
+	leakCheck(t)
+	meter := &recordingMeter{}
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"from an item"}, Meter: meter}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_audio", "audio": base64.StdEncoding.EncodeToString(pcm24(300, true))}}}})
+	c.expect("conversation.item.added", "conversation.item.done")
+	c.conn.Close(websocket.StatusNormalClosure, "")
+	ts.Wait()
+	heard, _, _ := meter.total()
+	if heard < 299*time.Millisecond || heard > 301*time.Millisecond {
+		t.Fatalf("heard %v, want the item's 300 ms", heard)
+	}
+}
