@@ -173,6 +173,9 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 	if c.speechItem != "" && c.sess.TurnDetection.Type == wire.TurnSemanticVAD {
 		c.partials.maybeDecode(c, c.input.pcm)
 	}
+	if c.floor != nil && c.speechItem == "" {
+		c.input.trimQuiet()
+	}
 
 	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline), hearRate) >= limit {
 		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),

@@ -96,6 +96,21 @@ func (b *inputBuffer) takeSpan(from, to int64) ([]byte, []float32) {
 	return raw, pcm
 }
 
+// keepBetweenTurns is the audio kept while turn detection says nobody is speaking: more than any
+// speech_started reaches back (prefix padding plus the detector's own lag), far less than a session.
+const keepBetweenTurns = 5 * hearRate
+
+// trimQuiet drops audio older than keepBetweenTurns. It runs only between turns under a detector,
+// whose commits never reach back further, so the buffer no longer grows with the silence a live
+// microphone sends (600 s of it was ~67 MB). It trims once twice the keep has built up, so the
+// copy it makes costs a few bytes per sample heard.
+func (b *inputBuffer) trimQuiet() {
+	if int64(len(b.pcm)) <= 2*keepBetweenTurns {
+		return
+	}
+	b.takeSpan(b.start, b.timeline-keepBetweenTurns)
+}
+
 // clear drops the buffer.
 func (b *inputBuffer) clear() {
 	b.raw, b.pcm = nil, nil

@@ -554,6 +554,11 @@ func (run *replyRun) finish(err error) {
 		c.active = nil
 	}
 	delete(c.outOfBand, r.id)
+	if c.idle != nil {
+		// Idle counts from the end of the reply the client was listening to, not from a timer
+		// that happened to be running through it (which could close before response.done).
+		c.idle.Reset(c.srv.cfg.IdleTimeout)
+	}
 	c.mu.Unlock()
 	c.send(wire.ResponseDone{Response: done})
 	close(r.done)

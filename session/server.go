@@ -459,6 +459,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, door string
 		defer leave()
 	}
 
+	// Counted before the upgrade, so a Wait that starts once the client has its socket waits for it.
+	s.wg.Add(1)
+	defer s.wg.Done()
 	dialect := wire.DialectFromHandshake(r.Header)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:       []string{"realtime"},
@@ -473,8 +476,6 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, door string
 	if model == "" {
 		model = grant.Model
 	}
-	s.wg.Add(1)
-	defer s.wg.Done()
 	open := s.metrics.open.WithLabelValues(door)
 	open.Inc()
 	defer open.Dec()
