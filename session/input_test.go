@@ -15,7 +15,7 @@ func TestInputBufferTrimQuietKeepsATail(t *testing.T) {
 		t.Fatal(err)
 	}
 	chunk := audio.Int16ToBytes(make([]int16, 480)) // 20 ms at 24 kHz
-	for i := 0; i < 3000; i++ {                      // 60 s
+	for i := 0; i < 3000; i++ {                     // 60 s
 		if _, err := b.append(chunk); err != nil {
 			t.Fatal(err)
 		}
