@@ -203,3 +203,13 @@ func TestUsageHandler(t *testing.T) {
 		})
 	}
 }
+
+// A Postgres that is down at start refuses the meter by name, so the server refuses to start.
+func TestOpenPostgresDownRefusesByName(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := OpenPostgres(ctx, "postgres://voiced:voiced@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+	if !errors.Is(err, ErrStoreDown) {
+		t.Fatalf("OpenPostgres on a closed port = %v, want ErrStoreDown", err)
+	}
+}
