@@ -19,24 +19,27 @@ type Ears interface {
 // Voice speaks text: emit is called with each piece's audio (24 kHz mono PCM16) as soon as it
 // exists. voice is the session's voice name (an OpenAI name such as "alloy" or a mounted Kokoro
 // voice); the adapter maps names it does not have to its default. An error from emit stops it.
+// Text with nothing speakable in it (punctuation alone) is not an error: nil, without audio.
+// The conversation cuts a reply into pieces with speechcore/sentence before it asks.
 type Voice interface {
 	Speak(ctx context.Context, text, voice string, speed float64, emit func(pcm24k []int16) error) error
 }
 
-// Floor decides who holds the floor from the user's audio (turn.Hush, turn.Semantic behind an
-// adapter). Push is called on the read loop with each append's audio (16 kHz) before that audio
-// is handed on; it must not wait on a network. Reset forgets a turn in progress (a manual commit,
-// input_audio_buffer.clear); Close releases the model state.
-type Floor interface {
-	Push(pcm16k []float32) ([]FloorEvent, error)
+// TurnDetector decides who holds the floor from the user's audio (turn.Hush, turn.Semantic
+// behind an adapter). Push is called on the input goroutine with each run of input audio
+// (16 kHz) before that audio is handed on; it must not wait on a network. Reset forgets a turn
+// in progress (a manual commit, input_audio_buffer.clear); Close releases the model state.
+type TurnDetector interface {
+	Push(pcm16k []float32) ([]TurnEvent, error)
 	Reset()
 	Close() error
 }
 
-// FloorEvent is one change of the floor found by a Push. Sample counts 16 kHz samples from the
-// floor's first Push: for a start, where the turn's audio begins (prefix padding included); for
-// a stop, where the turn ends.
-type FloorEvent struct {
+// TurnEvent is one change of the floor found by a Push. Sample counts 16 kHz samples from the
+// detector's first Push: for a start, where the turn's audio begins (prefix padding included);
+// for a stop, where the turn ends. The conversation places it on the session's timeline and
+// converts to milliseconds only for the wire.
+type TurnEvent struct {
 	Stopped bool // false: the user took the floor (speech started); true: they yielded it
 	Sample  int64
 	// SpeechEnd, on a Stopped event, is where the last speech ended (same clock as Sample); 0 when
@@ -72,17 +75,17 @@ type Usage struct {
 }
 
 // Engines are what conversations run with. Mind defaults to mind.Echo; a nil Ears, Voice,
-// NewFloor, NewSquelch or Meter turns that part off: no transcript (the items carry none), text
+// NewTurnDetector, NewSquelch or Meter turns that part off: no transcript (the items carry none), text
 // replies only, client commits only, all audio billed as heard, no metering.
 type Engines struct {
 	Ears  Ears
 	Voice Voice
 	Mind  mind.Mind
 	Meter Meter
-	// NewFloor makes the turn detector for a session's turn_detection (never TurnNone); partial
-	// is what semantic_vad reads.
-	NewFloor   func(td wire.TurnDetection, partial Partial) (Floor, error)
-	NewSquelch func() (Squelch, error)
+	// NewTurnDetector makes the turn detector for a session's turn_detection (never TurnNone);
+	// partial is what semantic_vad reads.
+	NewTurnDetector func(td wire.TurnDetection, partial Partial) (TurnDetector, error)
+	NewSquelch      func() (Squelch, error)
 	// Ready, when set, is asked before each upgrade: a non-nil error (a *speechcore.Refusal such
 	// as speech_not_warm) refuses the socket.
 	Ready func() error

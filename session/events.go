@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 
-// handle answers one client event, on the read loop.
+// handle answers one client event, on the input goroutine.
 func (c *conversation) handle(ev wire.ClientEvent) {
 	id := ev.ClientEventID()
 	switch e := ev.(type) {
@@ -24,11 +22,11 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			return
 		}
 		raw, pcm := c.input.takeAll()
-		c.resetFloor()
+		c.resetTurn()
 		c.commit(c.takeSpeechItem(), raw, pcm)
 	case *wire.InputAudioBufferClear:
 		c.input.clear()
-		c.resetFloor()
+		c.resetTurn()
 		c.speechItem = ""
 		c.send(wire.InputAudioBufferCleared{})
 	case *wire.ConversationItemCreate:
@@ -61,7 +59,9 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			c.send(wire.ErrCancelNotActive(id))
 		}
 	case *wire.OutputAudioBufferClear:
-		// Over a WebSocket the client holds the unplayed audio; there is no buffer here to clear.
+		// With a Player the unplayed audio is cut here; over a WebSocket the client holds it and
+		// there is no buffer here to clear.
+		c.clearPlayback(true)
 	default:
 		c.send(wire.ErrInvalidEvent(id, fmt.Sprintf("The event type '%s' is not supported.", ev.EventType())))
 	}
@@ -104,89 +104,142 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 	c.send(wire.SessionUpdated{Session: c.sess})
 }
 
-// appendAudio takes one append: the floor is decided on it before anything else hears it.
+// appendAudio takes one input_audio_buffer.append.
 func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
+	if c.media.TrackInput {
+		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeAppendOverTrack, EventID: e.ClientEventID(),
+			Message: "input_audio_buffer.append is not accepted on this transport: " + errAppendOverTrack.Error() + "."})
+		return
+	}
 	if c.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
 		c.send(wire.ErrAudioLength(c.sess.InputFormat, len(e.Audio), e.ClientEventID()))
 		return
 	}
-	pcm, err := c.input.append(e.Audio)
-	if err != nil {
-		c.send(wire.ErrInvalidValue("audio", e.ClientEventID(), "Invalid 'audio': %v", err))
-		return
-	}
-	var events []FloorEvent
-	if c.floor != nil {
-		if events, err = c.floor.Push(pcm); err != nil {
-			c.sendError(fmt.Errorf("turn detection: %w", err))
-		}
-	}
-	heard := len(pcm)
-	if c.squelch != nil {
-		passed, err := c.squelch.Push(pcm)
-		if err != nil {
-			c.log.Error("squelch failed; billing the audio as heard", "err", err)
-		} else {
-			heard = len(passed)
-		}
-	}
-	c.heardSamples.Add(int64(heard))
-	c.heardForReply.Add(int64(heard))
-	if !c.spend(time.Duration(heard) * time.Second / hearRate) {
-		return
-	}
+	c.hear(e.Audio, e.ClientEventID())
+}
 
-	for _, fe := range events {
-		at := max(c.floorBase+fe.Sample, 0)
-		switch {
-		case !fe.Stopped && c.speechItem == "":
-			c.speechItem = wire.NewID("item_")
-			c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
-			c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
-			if c.sess.TurnDetection.InterruptResponse {
-				c.cancelReply("", errTurnDetected)
-			}
-			c.input.speechStart = at
-			c.partials.reset()
-		case fe.Stopped && c.speechItem != "":
-			end := min(at, c.input.timeline)
-			c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
-			turnEnd := time.Now()
-			if fe.SpeechEnd > 0 {
-				// The audio after the last speech that had to arrive before the turn was decided.
-				wait := time.Duration(c.input.timeline-(c.floorBase+fe.SpeechEnd)) * time.Second / hearRate
-				c.srv.metrics.turnWait.Observe(wait.Seconds())
-				turnEnd = turnEnd.Add(-wait)
-			}
-			if c.sess.TurnDetection.CreateResponse {
-				c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio delta observes it
-			}
-			raw, span := c.input.takeSpan(c.input.speechStart, end)
-			c.commit(c.takeSpeechItem(), raw, span)
-			if c.sess.TurnDetection.CreateResponse {
-				if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
-					c.send(err)
-				}
-			}
-		}
+// trackAudio takes input audio from a track (Media.TrackInput): rendered in the session's input
+// format, it takes the same path as an append's.
+func (c *conversation) trackAudio(pcm []int16, rate int) {
+	raw, err := c.input.fromTrack(pcm, rate)
+	if err != nil {
+		c.sendError(err)
+		return
+	}
+	c.hear(raw, "")
+}
+
+// hear runs one run of input audio (in the session's input format) through the input pipeline,
+// in this order: decode and buffer it; the turn detector hears it before anything else does;
+// the squelch says what of it is billed as heard; the meter and the quota count that; then the
+// turn events it caused (speech_started, speech_stopped → commit → reply); then the partial
+// transcript and the trim of the buffer between turns; last, the session limit.
+func (c *conversation) hear(raw []byte, eventID string) {
+	pcm, err := c.input.append(raw)
+	if err != nil {
+		c.send(wire.ErrInvalidValue("audio", eventID, "Invalid 'audio': %v", err))
+		return
+	}
+	events := c.detectTurns(pcm)
+	if !c.bill(c.squelched(pcm)) {
+		return
+	}
+	for _, te := range events {
+		c.turnEvent(te)
 	}
 	if c.speechItem != "" && c.sess.TurnDetection.Type == wire.TurnSemanticVAD {
 		c.partials.maybeDecode(c, c.input.pcm)
 	}
-	if c.floor != nil && c.speechItem == "" {
+	if c.detector != nil && c.speechItem == "" {
 		c.input.trimQuiet()
 	}
+	c.checkSessionLimit()
+}
 
-	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline), hearRate) >= limit {
-		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
-			websocket.StatusGoingAway, "session limit")
+// detectTurns feeds the turn detector (when there is one) and returns the turns it found.
+func (c *conversation) detectTurns(pcm []float32) []TurnEvent {
+	if c.detector == nil {
+		return nil
+	}
+	events, err := c.detector.Push(pcm)
+	if err != nil {
+		c.sendError(fmt.Errorf("turn detection: %w", err))
+	}
+	return events
+}
+
+// squelched is how many samples of pcm are speech (all of them without a squelch, or when it fails).
+func (c *conversation) squelched(pcm []float32) int {
+	if c.squelch == nil {
+		return len(pcm)
+	}
+	passed, err := c.squelch.Push(pcm)
+	if err != nil {
+		c.log.Error("squelch failed; billing the audio as heard", "err", err)
+		return len(pcm)
+	}
+	return len(passed)
+}
+
+// bill counts heard samples for the meter and the reply's usage and spends them from the quota;
+// false when the quota is used up (the conversation is closing).
+func (c *conversation) bill(heard int) bool {
+	c.heardSamples.Add(int64(heard))
+	c.heardForReply.Add(int64(heard))
+	return c.spend(time.Duration(heard) * time.Second / hearRate)
+}
+
+// turnEvent acts on one turn the detector found: the user took the floor (speech_started; a
+// reply in progress is cut when the session says so) or yielded it (speech_stopped, the turn's
+// audio committed, a reply started when the session says so).
+func (c *conversation) turnEvent(te TurnEvent) {
+	at := max(c.detectBase+te.Sample, 0) // on the session's timeline
+	switch {
+	case !te.Stopped && c.speechItem == "":
+		c.speechItem = wire.NewID("item_")
+		c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
+		c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
+		if c.sess.TurnDetection.InterruptResponse {
+			c.cancelReply("", errTurnDetected)
+			c.clearPlayback(false)
+		}
+		c.input.speechStart = at
+		c.partials.reset()
+	case te.Stopped && c.speechItem != "":
+		end := min(at, c.input.timeline)
+		c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
+		turnEnd := time.Now()
+		if te.SpeechEnd > 0 {
+			// The audio after the last speech that had to arrive before the turn was decided.
+			wait := time.Duration(c.input.timeline-(c.detectBase+te.SpeechEnd)) * time.Second / hearRate
+			c.srv.metrics.turnWait.Observe(wait.Seconds())
+			turnEnd = turnEnd.Add(-wait)
+		}
+		if c.sess.TurnDetection.CreateResponse {
+			c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
+		}
+		raw, span := c.input.takeSpan(c.input.speechStart, end)
+		c.commit(c.takeSpeechItem(), raw, span)
+		if c.sess.TurnDetection.CreateResponse {
+			if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
+				c.send(err)
+			}
+		}
 	}
 }
 
-// resetFloor forgets a turn in progress (manual commit, clear).
-func (c *conversation) resetFloor() {
-	if c.floor != nil {
-		c.floor.Reset()
+// checkSessionLimit ends the conversation once it has carried the session limit's audio.
+func (c *conversation) checkSessionLimit() {
+	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline), hearRate) >= limit {
+		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
+			EndGoingAway, "session limit")
+	}
+}
+
+// resetTurn forgets a turn in progress (manual commit, clear).
+func (c *conversation) resetTurn() {
+	if c.detector != nil {
+		c.detector.Reset()
 	}
 	c.partials.reset()
 }

@@ -24,8 +24,9 @@ func FuzzCutWords(f *testing.F) {
 	})
 }
 
-// FuzzConversationEvents drives one conversation's event handling (no socket: the writer's queue
-// is drained) with arbitrary client frames, one per line: nothing may panic, deadlock or leak.
+// FuzzConversationEvents drives one conversation through the engine's Transport seam (no socket:
+// a fake transport records the events) with arbitrary client frames, one per line: nothing may
+// panic, deadlock or leak.
 func FuzzConversationEvents(f *testing.F) {
 	f.Add(`{"type":"session.update","session":{"turn_detection":null,"input_audio_format":"g711_ulaw"}}
 {"type":"input_audio_buffer.append","audio":"AAAAAAAAAAAA"}
@@ -39,42 +40,27 @@ func FuzzConversationEvents(f *testing.F) {
 	f.Add(`{"type":"conversation.item.create","previous_item_id":"root","item":{"type":"function_call_output","call_id":"c","output":"1"}}
 {"type":"input_audio_buffer.clear"}
 {"type":"conversation.item.retrieve","item_id":"item_x"}`)
-	s, err := New(Config{Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}, NewFloor: newEnergyFloor}})
+	s, err := New(Config{Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, frames string) {
-		c := newConversation(s, nil, Grant{Principal: Principal{Subject: "fuzz"}}, wire.GA, "m")
-		c.ctx, c.cancel = context.WithCancel(context.Background())
-		drained := make(chan struct{})
+		tr := newFakeTransport(t, Media{})
+		done := make(chan struct{})
 		go func() {
-			defer close(drained)
-			for {
-				select {
-				case <-c.out:
-				case <-c.ctx.Done():
-					return
-				}
-			}
+			defer close(done)
+			s.Converse(context.Background(), tr, Grant{Principal: Principal{Subject: "fuzz"}}, wire.GA, "m")
 		}()
-		if err := c.start(); err != nil {
-			t.Fatal(err)
-		}
 		for i, line := range strings.Split(frames, "\n") {
 			if i >= 64 {
 				break
 			}
-			ev, err := wire.Decode([]byte(line), c.dialect)
-			if err != nil {
-				continue
+			select {
+			case tr.in <- Inbound{Event: []byte(line)}:
+			case <-done: // the engine ended the conversation
 			}
-			c.handle(ev)
 		}
-		c.cancel()
-		c.work.Wait()
-		<-drained
-		if c.floor != nil {
-			c.floor.Close()
-		}
+		close(tr.in)
+		<-done
 	})
 }

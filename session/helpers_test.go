@@ -285,25 +285,25 @@ func (f fakeVoice) Speak(ctx context.Context, text, voice string, speed float64,
 	return emit(pcm)
 }
 
-// energyFloor is a small energy gate standing in for Hush: speech starts on a loud push and stops
+// energyDetector is a small energy gate standing in for Hush: speech starts on a loud push and stops
 // after 200 ms of quiet.
-type energyFloor struct {
+type energyDetector struct {
 	pos, quiet int64
 	speaking   bool
 }
 
-func (f *energyFloor) Push(pcm []float32) ([]FloorEvent, error) {
-	var evs []FloorEvent
+func (f *energyDetector) Push(pcm []float32) ([]TurnEvent, error) {
+	var evs []TurnEvent
 	loud := audio.RMS(pcm) > 0.05
 	switch {
 	case loud && !f.speaking:
 		f.speaking, f.quiet = true, 0
-		evs = append(evs, FloorEvent{Sample: f.pos})
+		evs = append(evs, TurnEvent{Sample: f.pos})
 	case !loud && f.speaking:
 		f.quiet += int64(len(pcm))
 		if f.quiet >= 3200 {
 			f.speaking = false
-			evs = append(evs, FloorEvent{Stopped: true, Sample: f.pos + int64(len(pcm))})
+			evs = append(evs, TurnEvent{Stopped: true, Sample: f.pos + int64(len(pcm))})
 		}
 	case loud:
 		f.quiet = 0
@@ -312,10 +312,12 @@ func (f *energyFloor) Push(pcm []float32) ([]FloorEvent, error) {
 	return evs, nil
 }
 
-func (f *energyFloor) Reset()       { f.speaking, f.quiet = false, 0 }
-func (f *energyFloor) Close() error { return nil }
+func (f *energyDetector) Reset()       { f.speaking, f.quiet = false, 0 }
+func (f *energyDetector) Close() error { return nil }
 
-func newEnergyFloor(wire.TurnDetection, Partial) (Floor, error) { return &energyFloor{}, nil }
+func newEnergyDetector(wire.TurnDetection, Partial) (TurnDetector, error) {
+	return &energyDetector{}, nil
+}
 
 // pcm24 returns ms of 24 kHz PCM16 bytes: a loud tone or silence.
 func pcm24(ms int, loud bool) []byte {

@@ -7,14 +7,29 @@ import (
 	"github.com/voiced/voiced/wire"
 )
 
-// hearRate is the rate turn detection, the squelch and Whisper hear at.
+// hearRate is the rate turn detection, the squelch and Whisper hear at; the session's timeline
+// counts samples at it.
 const hearRate = 16000
+
+// speakRate is the rate the Voice speaks at and a Player plays.
+const speakRate = 24000
+
+// codecOf is the speechcore/audio encoding of a session audio format.
+func codecOf(f wire.AudioFormat) audio.Encoding {
+	switch f {
+	case wire.G711Ulaw:
+		return audio.Mulaw
+	case wire.G711Alaw:
+		return audio.Alaw
+	}
+	return audio.PCM16
+}
 
 // minCommitMs is the least audio a commit takes (OpenAI's rule, docs §9).
 const minCommitMs = 100
 
 // inputBuffer is the user audio not yet committed, in the session's input format (raw) and at
-// 16 kHz (pcm). Owned by the read loop.
+// 16 kHz (pcm). Owned by the input goroutine.
 type inputBuffer struct {
 	format    wire.AudioFormat
 	rate      int
@@ -25,6 +40,26 @@ type inputBuffer struct {
 	timeline  int64 // 16 kHz samples heard in this session (audio_start_ms / audio_end_ms clock)
 	// speechStart is the timeline sample speech_started named (prefix padding included).
 	speechStart int64
+	// track converts track audio (Media.TrackInput) from trackRate to the format's rate.
+	track     *audio.Resampler
+	trackRate int
+	trackTo   int
+}
+
+// fromTrack renders track audio (PCM16 at rate) in the session's input format, so that it takes
+// the path an append's audio takes.
+func (b *inputBuffer) fromTrack(pcm []int16, rate int) ([]byte, error) {
+	if rate != b.rate {
+		if b.track == nil || b.trackRate != rate || b.trackTo != b.rate {
+			r, err := audio.NewResampler(rate, b.rate)
+			if err != nil {
+				return nil, fmt.Errorf("track resampler: %w", err)
+			}
+			b.track, b.trackRate, b.trackTo = r, rate, b.rate
+		}
+		pcm = audio.Float32ToInt16(b.track.Process(audio.Int16ToFloat32(pcm)))
+	}
+	return codecOf(b.format).Encode(pcm), nil
 }
 
 func (b *inputBuffer) setFormat(f wire.AudioFormat) error {
@@ -39,16 +74,9 @@ func (b *inputBuffer) setFormat(f wire.AudioFormat) error {
 	return nil
 }
 
-// decode turns one append's bytes into samples at the format's rate.
+// decodeInput turns one append's bytes into samples at the format's rate.
 func decodeInput(f wire.AudioFormat, data []byte) ([]float32, error) {
-	switch f {
-	case wire.G711Ulaw:
-		return audio.Int16ToFloat32(audio.MulawToInt16(data)), nil
-	case wire.G711Alaw:
-		return audio.Int16ToFloat32(audio.AlawToInt16(data)), nil
-	default:
-		return audio.PCM16ToFloat32(data)
-	}
+	return codecOf(f).Decode(data)
 }
 
 // append adds one append's audio and returns it at 16 kHz.
@@ -117,5 +145,5 @@ func (b *inputBuffer) clear() {
 	b.start = b.timeline
 }
 
-// ms converts a timeline sample to milliseconds.
+// sampleMs converts a timeline sample to milliseconds, for the wire (audio_start_ms, audio_end_ms).
 func sampleMs(s int64) int64 { return s * 1000 / hearRate }

@@ -165,14 +165,22 @@ func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
 	for _, p := range e.spoken {
 		total += p.samples
 	}
-	totalMs := total * 1000 / 24000
+	totalMs := total * 1000 / speakRate
 	if t.AudioEndMs < 0 || t.AudioEndMs > totalMs {
 		return wire.ErrAudioEndTooLong(totalMs, t.AudioEndMs, t.ClientEventID())
 	}
-	keep := t.AudioEndMs * 24 // samples at 24 kHz
+	e.cut(t.ContentIndex, e.spoken, t.AudioEndMs*speakRate/1000)
+	return nil
+}
+
+// cut truncates an assistant audio item to its first keep samples (24 kHz) of spoken, which
+// are its pieces as spoken: the transcript keeps the pieces heard whole and, of the piece cut,
+// the share of its words its heard audio covers; the kept audio ends on the sample. Under mu.
+func (e *entry) cut(contentIndex int, spoken []spokenPiece, keep int) {
+	kept := keep
 	var heard []spokenPiece
 	var text strings.Builder
-	for _, p := range e.spoken {
+	for _, p := range spoken {
 		if keep <= 0 {
 			break
 		}
@@ -191,14 +199,13 @@ func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
 	if len(e.audio) > 0 {
 		// The kept audio ends where the client stopped playing, on a sample.
 		bps := e.audioFormat.BytesPerSample()
-		n := t.AudioEndMs * e.audioFormat.SampleRate() / 1000 * bps
+		n := kept * e.audioFormat.SampleRate() / speakRate * bps
 		e.audio = e.audio[:min(n, len(e.audio))]
 	}
 	s := strings.TrimSpace(text.String())
-	e.item.Content[t.ContentIndex].Transcript = &s
+	e.item.Content[contentIndex].Transcript = &s
 	e.item.Status = wire.ItemIncomplete
 	e.truncated = true
-	return nil
 }
 
 // cutWords keeps the share frac of text's characters, ending at a word boundary.

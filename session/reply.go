@@ -8,7 +8,7 @@ import (
 
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/kokoro"
+	"github.com/voiced/voiced/speechcore/sentence"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -111,9 +111,10 @@ type replyRun struct {
 	ops    chan func() error
 
 	speak    bool // audio out (else text)
-	splitter *kokoro.Splitter
+	splitter *sentence.Splitter
 	opened   bool             // the mind's goroutine queued openMessage
 	out      *audio.Resampler // 24 kHz → 8 kHz for G.711
+	codec    audio.Encoding   // the output format's
 
 	msg     *entry
 	msgIdx  int
@@ -139,9 +140,10 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	run := &replyRun{c: c, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
 		speak: !cfg.TextOnly && c.engines.Voice != nil, calls: map[int]*entry{}}
 	if run.speak {
-		run.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: splitChars})
-		if cfg.OutputFormat != wire.PCM16 {
-			run.out, _ = audio.NewResampler(24000, cfg.OutputFormat.SampleRate())
+		run.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
+		run.codec = codecOf(cfg.OutputFormat)
+		if cfg.OutputFormat.SampleRate() != speakRate {
+			run.out, _ = audio.NewResampler(speakRate, cfg.OutputFormat.SampleRate())
 		}
 	}
 	created := run.resp
@@ -370,11 +372,13 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
-			run.sendAudio(run.encode(pcm[:n]))
+			if err := run.sendAudio(piece, pcm[:n]); err != nil {
+				return err
+			}
 			c.spokenSamples.Add(int64(n))
 			sent += n
 			pcm = pcm[n:]
-			if !c.spend(time.Duration(n) * time.Second / 24000) {
+			if !c.spend(time.Duration(n) * time.Second / speakRate) {
 				return errQuota
 			}
 		}
@@ -382,8 +386,8 @@ func (run *replyRun) say(piece string) error {
 	})
 	if run.out != nil && err == nil {
 		// The resampler holds its delay back: a piece's audio ends with the piece.
-		if tail := run.out.Flush(); len(tail) > 0 {
-			run.sendAudio(run.g711(audio.Float32ToInt16(tail)))
+		if tail := run.out.Flush(); len(tail) > 0 && c.media.Player == nil {
+			run.emitAudio(run.codec.Encode(audio.Float32ToInt16(tail)))
 		}
 		run.out.Reset()
 	}
@@ -395,15 +399,25 @@ func (run *replyRun) say(piece string) error {
 	if !run.msg.truncated {
 		run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
 	}
-	c.mu.Unlock()
-	if err != nil && run.ctx.Err() == nil && errors.Is(err, kokoro.ErrNothingToSay) {
-		return nil // punctuation alone: nothing to speak
+	if c.playing.msg == run.msg {
+		c.playing.piece, c.playing.pieceSent = "", 0 // in msg.spoken now
 	}
+	c.mu.Unlock()
 	return err
 }
 
-// sendAudio sends one audio delta and keeps it on the message for retrieve.
-func (run *replyRun) sendAudio(b []byte) {
+// sendAudio hands one delta's audio (24 kHz) on: to the transport's player, or as a
+// response.output_audio.delta event in the output format.
+func (run *replyRun) sendAudio(piece string, pcm []int16) error {
+	if run.c.media.Player != nil {
+		return run.play(piece, pcm)
+	}
+	run.emitAudio(run.encode(pcm))
+	return nil
+}
+
+// emitAudio sends one audio delta event and keeps its bytes on the message for retrieve.
+func (run *replyRun) emitAudio(b []byte) {
 	run.c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
 	if !run.r.outOfBand {
 		run.c.keepAudio(run.msg, run.cfg.OutputFormat, b)
@@ -413,17 +427,9 @@ func (run *replyRun) sendAudio(b []byte) {
 // encode renders 24 kHz PCM16 in the output format.
 func (run *replyRun) encode(pcm []int16) []byte {
 	if run.out == nil {
-		return audio.Int16ToBytes(pcm)
+		return run.codec.Encode(pcm)
 	}
-	return run.g711(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
-}
-
-// g711 encodes 8 kHz samples in the output format's law.
-func (run *replyRun) g711(pcm8k []int16) []byte {
-	if run.cfg.OutputFormat == wire.G711Alaw {
-		return audio.Int16ToAlaw(pcm8k)
-	}
-	return audio.Int16ToMulaw(pcm8k)
+	return run.codec.Encode(audio.Float32ToInt16(run.out.Process(audio.Int16ToFloat32(pcm))))
 }
 
 // callDelta starts or extends a function_call item.
@@ -547,7 +553,7 @@ func (run *replyRun) finish(err error) {
 	}
 	done.Usage = &wire.Usage{
 		HeardSeconds:  float64(c.heardForReply.Swap(0)) / hearRate,
-		SpokenSeconds: float64(run.spoken) / 24000,
+		SpokenSeconds: float64(run.spoken) / speakRate,
 	}
 	c.mu.Lock()
 	if c.active == r {

@@ -479,8 +479,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, door string
 	open := s.metrics.open.WithLabelValues(door)
 	open.Inc()
 	defer open.Dec()
-	c := newConversation(s, conn, grant, dialect, model)
-	c.run(ctx)
+	s.Converse(ctx, &wsTransport{conn: conn}, grant, dialect, model)
 }
 
 // authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a

@@ -404,7 +404,7 @@ func TestTextOnlyBeta(t *testing.T) {
 // Client-driven audio turn (turn_detection null): commit, transcription, response.create.
 func TestCommitAudioTurn(t *testing.T) {
 	leakCheck(t)
-	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"what time is it"}, Voice: fakeVoice{}, NewFloor: newEnergyFloor}})
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"what time is it"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
 		"audio": map[string]any{"input": map[string]any{"turn_detection": nil, "transcription": map[string]any{"model": "whisper-1"}}}}})
@@ -441,7 +441,7 @@ func TestCommitAudioTurn(t *testing.T) {
 func TestServerVADTurn(t *testing.T) {
 	leakCheck(t)
 	meter := &recordingMeter{}
-	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewFloor: newEnergyFloor, Meter: meter}})
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector, Meter: meter}})
 	c := ts.open(t)
 	c.send(appendEvent(pcm24(200, false)))
 	for range 6 {
@@ -473,7 +473,7 @@ func TestServerVADTurn(t *testing.T) {
 func TestBargeInAndTruncate(t *testing.T) {
 	leakCheck(t)
 	gate := make(chan struct{}, 1)
-	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"tell me a story. a long one"}, Voice: fakeVoice{gate: gate}, NewFloor: newEnergyFloor}})
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"tell me a story. a long one"}, Voice: fakeVoice{gate: gate}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	for range 5 {
 		c.send(appendEvent(pcm24(100, true)))
@@ -826,28 +826,28 @@ func TestBudgetClosesConversation(t *testing.T) {
 
 // partialFloor records what semantic_vad would read.
 type partialFloor struct {
-	energyFloor
+	energyDetector
 	partial Partial
 	seen    chan string
 }
 
-func (f *partialFloor) Push(pcm []float32) ([]FloorEvent, error) {
+func (f *partialFloor) Push(pcm []float32) ([]TurnEvent, error) {
 	if p := f.partial(); p != "" {
 		select {
 		case f.seen <- p:
 		default:
 		}
 	}
-	return f.energyFloor.Push(pcm)
+	return f.energyDetector.Push(pcm)
 }
 
 func TestSemanticFloorReadsPartials(t *testing.T) {
 	leakCheck(t)
 	seen := make(chan string, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"so I was thinking"}, Voice: fakeVoice{},
-		NewFloor: func(td wire.TurnDetection, p Partial) (Floor, error) {
+		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {
 			if td.Type != wire.TurnSemanticVAD {
-				return &energyFloor{}, nil
+				return &energyDetector{}, nil
 			}
 			return &partialFloor{partial: p, seen: seen}, nil
 		}}})
@@ -887,7 +887,7 @@ func TestOversizedAppendKeepsSession(t *testing.T) {
 // G.711 both ways: μ-law in is heard (the floor hears it at 16 kHz), A-law out is 8 kHz bytes.
 func TestG711Formats(t *testing.T) {
 	leakCheck(t)
-	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewFloor: newEnergyFloor}})
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "audio": map[string]any{
 		"input":  map[string]any{"format": map[string]any{"type": "audio/pcmu"}},

@@ -213,7 +213,7 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 		}
 		return squelch.New(squelch.Config{Model: svc.Silero})
 	}
-	e.NewFloor = func(td wire.TurnDetection, partial session.Partial) (session.Floor, error) {
+	e.NewTurnDetector = func(td wire.TurnDetection, partial session.Partial) (session.TurnDetector, error) {
 		if svc.Silero == nil {
 			return nil, errors.New("the Silero model is not loaded")
 		}
@@ -291,12 +291,16 @@ func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit
 		s = 0
 	}
 	start := time.Now()
-	return k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error {
+	err = k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error {
 		v.svc.ObserveSynthesis(time.Since(start))
 		err := emit(c.PCM)
 		start = time.Now()
 		return err
 	})
+	if errors.Is(err, kokoro.ErrNothingToSay) && ctx.Err() == nil {
+		return nil // punctuation alone: nothing to speak (session.Voice's contract)
+	}
+	return err
 }
 
 // kokoroVoice maps a session's voice to a mounted one: the name itself, else Kokoro's voice of the
@@ -316,16 +320,16 @@ type floor struct {
 	pos int64
 }
 
-func (f *floor) Push(pcm []float32) ([]session.FloorEvent, error) {
+func (f *floor) Push(pcm []float32) ([]session.TurnEvent, error) {
 	evs, err := f.d.Feed(pcm, time.Duration(f.pos)*time.Second/16000)
 	f.pos += int64(len(pcm))
-	var out []session.FloorEvent
+	var out []session.TurnEvent
 	for _, ev := range evs {
 		switch ev := ev.(type) {
 		case turn.SpeechStarted:
-			out = append(out, session.FloorEvent{Sample: ev.AudioStartMs * 16})
+			out = append(out, session.TurnEvent{Sample: ev.AudioStartMs * 16})
 		case turn.SpeechStopped:
-			out = append(out, session.FloorEvent{Stopped: true, Sample: ev.AudioEndMs * 16, SpeechEnd: ev.SpeechEndMs * 16})
+			out = append(out, session.TurnEvent{Stopped: true, Sample: ev.AudioEndMs * 16, SpeechEnd: ev.SpeechEndMs * 16})
 		}
 	}
 	return out, err

@@ -287,7 +287,7 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 	var pieces []string
 	if req.SplitChars > 0 {
 		sp := NewSplitter(SplitterOptions{FirstAlone: true, SplitChars: req.SplitChars})
-		pieces = sp.batch(SplitSentences(req.Text))
+		pieces = sp.Batch(SplitSentences(req.Text))
 	} else {
 		pieces = SplitSentences(req.Text)
 	}

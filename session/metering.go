@@ -1,0 +1,82 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/wire"
+)
+
+// meterLoop hands heard and spoken seconds to the meter every second and at each turn end. It is
+// the meter's goroutine; the counts it hands on are the usage atomics.
+func (c *conversation) meterLoop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			c.flushMeter(ctx, true)
+			cancel()
+			return
+		case <-tick.C:
+			c.flushMeter(c.ctx, false)
+		case <-c.meterKick:
+			c.flushMeter(c.ctx, true)
+		}
+	}
+}
+
+func (c *conversation) flushMeter(ctx context.Context, turnEnded bool) {
+	heard := c.heardSamples.Swap(0)
+	spoken := c.spokenSamples.Swap(0)
+	if c.engines.Meter == nil || (heard == 0 && spoken == 0 && !turnEnded) {
+		return
+	}
+	u := Usage{Subject: c.grant.Principal.Subject, Org: c.grant.Principal.Org, TurnEnded: turnEnded,
+		Heard: audio.Duration(int(heard), hearRate), Spoken: audio.Duration(int(spoken), speakRate)}
+	if err := c.engines.Meter.Record(ctx, u); err != nil {
+		c.log.Error("meter record failed", "err", err, "subject", u.Subject)
+	}
+	c.refreshBudget(ctx)
+}
+
+// refreshBudget asks the meter what the principal has left.
+func (c *conversation) refreshBudget(ctx context.Context) {
+	if c.engines.Budget == nil || c.ctx.Err() != nil {
+		return
+	}
+	left, limited, err := c.engines.Budget(ctx, c.grant.Principal)
+	if err != nil {
+		c.log.Error("quota check failed", "err", err, "subject", c.grant.Principal.Subject)
+		return
+	}
+	c.budgetLeft.Store(int64(left))
+	c.budgetLimited.Store(limited)
+}
+
+// spend counts d against the principal's budget; false when it is used up (the conversation is
+// then being closed with insufficient_quota).
+func (c *conversation) spend(d time.Duration) bool {
+	if !c.budgetLimited.Load() {
+		return true
+	}
+	if c.budgetLeft.Add(-int64(d)) > 0 {
+		return true
+	}
+	c.cancelReply("", errQuota)
+	if !c.closed.Load() {
+		c.closeWith(&wire.Error{Type: codeQuota, Code: codeQuota,
+			Message: "This principal has used its speech seconds for today."}, EndPolicy, "quota exceeded")
+	}
+	return false
+}
+
+// turnEnded asks the meter loop to record now.
+func (c *conversation) turnEnded() {
+	select {
+	case c.meterKick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,121 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/voiced/voiced/wire"
+)
+
+// outQueue bounds the events waiting for the writer: a slow reader slows the session (the
+// senders block), it is never buffered without bound.
+const outQueue = 256
+
+// slowClientTimeout is how long a full queue may stay full before the conversation is ended.
+const slowClientTimeout = 10 * time.Second
+
+// frame is one thing for the writer: an encoded event, or the end.
+type frame struct {
+	data   []byte
+	end    End
+	reason string
+}
+
+// outbox is the queue to the writer goroutine. send and closeWith are safe from any goroutine;
+// writeLoop is the writer, the only caller of Transport.Send and Transport.Close while it runs.
+type outbox struct {
+	out    chan frame  // to the writer
+	closed atomic.Bool // a close has been queued; further events are dropped
+}
+
+// writeLoop is the only goroutine that writes to the transport, on the session's context.
+func (c *conversation) writeLoop() {
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case f := <-c.out:
+			if f.data == nil {
+				c.t.Close(f.end, f.reason)
+				c.cancel()
+				return
+			}
+			// A write stuck this long: the client stopped reading. Bounded here too, not only
+			// in send: with fewer than outQueue events waiting no sender stalls, and a close
+			// (idle, drain) queued behind the stuck write would never be reached.
+			wctx, done := context.WithTimeout(c.ctx, slowClientTimeout)
+			err := c.t.Send(wctx, f.data)
+			done()
+			if err != nil {
+				c.cancel()
+				return
+			}
+		}
+	}
+}
+
+// send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
+// when the session ends. Safe from any goroutine.
+func (c *conversation) send(ev wire.ServerEvent) {
+	if c.closed.Load() {
+		return
+	}
+	b, err := c.enc.Encode(ev)
+	if err != nil {
+		c.log.Error("encode server event", "err", err)
+		return
+	}
+	if b == nil {
+		return // the dialect has no such event
+	}
+	if _, audio := ev.(wire.ResponseAudioDelta); audio {
+		c.answered()
+	}
+	select {
+	case c.out <- frame{data: b}:
+		return
+	default:
+	}
+	// The queue is full: the client reads slower than we speak. Wait a while, then end it.
+	stall := time.NewTimer(slowClientTimeout)
+	defer stall.Stop()
+	select {
+	case c.out <- frame{data: b}:
+	case <-c.ctx.Done():
+	case <-stall.C:
+		c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
+		c.cancel()
+	}
+}
+
+// answered observes the answer latency at a reply's first audio after the user's turn ended.
+func (c *conversation) answered() {
+	if since := c.answerSince.Swap(0); since != 0 {
+		c.srv.metrics.answer.Observe(time.Since(time.Unix(0, since)).Seconds())
+	}
+}
+
+// sendError sends err as an error event (a *wire.Error as is; anything else as server_error).
+func (c *conversation) sendError(err error) {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		c.log.Error("realtime event failed", "err", err)
+		we = wire.ErrServer("the server failed this event: see its log", "")
+	}
+	c.send(we)
+}
+
+// closeWith sends an error event, then ends the conversation (end and reason go to the
+// transport's Close); later sends are dropped.
+func (c *conversation) closeWith(we *wire.Error, end End, reason string) {
+	c.send(we)
+	if c.closed.Swap(true) {
+		return
+	}
+	select {
+	case c.out <- frame{end: end, reason: reason}:
+	case <-c.ctx.Done():
+	}
+}

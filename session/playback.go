@@ -1,0 +1,91 @@
+package session
+
+import (
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/wire"
+)
+
+// playback is the reply audio handed to the transport's Player (Media.Player), on the player's
+// timeline (see Player). Under shared.mu. It follows the assistant message whose audio was queued
+// last: where on the timeline its first sample plays and how much of it was queued, so that a
+// cut (barge-in, output_audio_buffer.clear) truncates it exactly to the sample played.
+type playback struct {
+	queued    int64  // where the next sample queued will play
+	gen       int    // bumped by each clear: a Play that failed across a clear does not uncount
+	msg       *entry // the message being played (nil: none since the last clear)
+	resp      string // its response
+	start     int64  // where msg's first sample plays
+	sent      int    // samples of msg queued
+	piece     string // the piece being spoken, not yet in msg.spoken
+	pieceSent int    // its samples queued
+}
+
+// play queues one delta's audio (24 kHz) on the player, after counting it on the timeline; the
+// reply's audio is paced by the player (Play blocks while its buffer is full).
+func (run *replyRun) play(piece string, pcm []int16) error {
+	c := run.c
+	n := len(pcm)
+	c.mu.Lock()
+	p := &c.playing
+	if p.msg != run.msg {
+		*p = playback{queued: p.queued, gen: p.gen, msg: run.msg, resp: run.r.id, start: p.queued}
+	}
+	p.queued += int64(n)
+	p.sent += n
+	p.piece = piece
+	p.pieceSent += n
+	gen := p.gen
+	c.mu.Unlock()
+	if !run.r.outOfBand {
+		c.keepAudio(run.msg, wire.PCM16, audio.Int16ToBytes(pcm))
+	}
+	c.answered()
+	err := c.media.Player.Play(run.ctx, run.r.id, pcm)
+	if err != nil {
+		c.mu.Lock()
+		if p.gen == gen && p.msg == run.msg { // not queued, and no clear has reset the count
+			p.queued -= int64(n)
+			p.sent -= n
+			p.pieceSent -= n
+		}
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// clearPlayback cuts the reply audio not yet played (a barge-in, output_audio_buffer.clear): the
+// player drops it, the message it belonged to is truncated to the sample played, and
+// output_audio_buffer.cleared is sent when anything was cut (always when the client asked).
+// Without a player it does nothing: over a WebSocket the client holds the unplayed audio and
+// truncates with conversation.item.truncate.
+func (c *conversation) clearPlayback(asked bool) {
+	pl := c.media.Player
+	if pl == nil {
+		return
+	}
+	if !asked {
+		c.mu.Lock()
+		idle := c.playing.queued <= pl.Played() // everything queued was played: nothing to cut
+		c.mu.Unlock()
+		if idle {
+			return
+		}
+	}
+	played := pl.Clear()
+	c.mu.Lock()
+	p := c.playing
+	c.playing = playback{queued: played, gen: p.gen + 1}
+	cutAny := p.msg != nil && played < p.start+int64(p.sent)
+	if cutAny && !p.msg.truncated && c.indexOf(p.msg.item.ID) >= 0 && len(p.msg.item.Content) > 0 &&
+		p.msg.item.Content[0].Type == wire.OutputAudio {
+		spoken := p.msg.spoken
+		if p.piece != "" {
+			spoken = append(spoken[:len(spoken):len(spoken)], spokenPiece{text: p.piece, samples: p.pieceSent})
+		}
+		p.msg.cut(0, spoken, int(min(max(played-p.start, 0), int64(p.sent))))
+	}
+	c.mu.Unlock()
+	if cutAny || asked {
+		c.send(wire.OutputAudioBufferCleared{ResponseID: p.resp})
+	}
+}

@@ -1,0 +1,77 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/wire"
+)
+
+// wsTransport is the WebSocket transport: one text frame is one event; audio travels in events
+// (base64 in input_audio_buffer.append and response.output_audio.delta), so its Media is empty.
+// Receive is called by the engine's input goroutine, Send and Close by its writer.
+type wsTransport struct {
+	conn *websocket.Conn
+}
+
+func (t *wsTransport) Media() Media { return Media{} }
+
+func (t *wsTransport) Receive(ctx context.Context) (Inbound, error) {
+	typ, data, err := t.readFrame(ctx)
+	if errors.Is(err, errFrameTooBig) {
+		return Inbound{Refused: wire.ErrInvalidValue("audio", "", "Invalid event: a client event may be at most %d MiB (an append carries at most 15 MiB of audio).", ReadLimit>>20)}, nil
+	}
+	if err != nil {
+		if websocket.CloseStatus(err) != -1 {
+			return Inbound{}, fmt.Errorf("%w: %w", ErrClientClosed, err)
+		}
+		return Inbound{}, err
+	}
+	if typ != websocket.MessageText {
+		return Inbound{Refused: wire.ErrInvalidEvent("", "Binary frames are not accepted: send JSON events in text frames.")}, nil
+	}
+	return Inbound{Event: data}, nil
+}
+
+func (t *wsTransport) Send(ctx context.Context, event []byte) error {
+	return t.conn.Write(ctx, websocket.MessageText, event)
+}
+
+func (t *wsTransport) Close(end End, reason string) {
+	status := websocket.StatusNormalClosure
+	switch end {
+	case EndGoingAway:
+		status = websocket.StatusGoingAway
+	case EndPolicy:
+		status = websocket.StatusPolicyViolation
+	case EndServerError:
+		status = websocket.StatusInternalError
+	}
+	t.conn.Close(status, reason)
+}
+
+var errFrameTooBig = errors.New("client frame over the read limit")
+
+// readFrame reads one message: over ReadLimit it is discarded and errFrameTooBig returned (the
+// session stays open); over HardReadLimit the socket closes (1009).
+func (t *wsTransport) readFrame(ctx context.Context) (websocket.MessageType, []byte, error) {
+	typ, r, err := t.conn.Reader(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, ReadLimit+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(data) > ReadLimit {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return 0, nil, err
+		}
+		return typ, nil, errFrameTooBig
+	}
+	return typ, data, nil
+}

@@ -1,0 +1,281 @@
+package sentence
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A sentence ends at a run of terminators (. ! ? …) followed, after any closing quotes or
+// brackets, by whitespace or the end of the text; a newline ends one too. A period after a known
+// abbreviation (Dr., Mr., e.g.) or a single capital letter (an initial, J. Smith) ends nothing,
+// and "etc." ends a sentence only when a capital or the end of the text follows it. Closing
+// quotes and brackets stay with the sentence they close.
+
+func isTerminator(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '…' }
+
+func isCloser(r rune) bool {
+	switch r {
+	case '"', '\'', '\u201d', '\u2019', ')', ']', '}', '\u00bb':
+		return true
+	}
+	return false
+}
+
+// abbreviations never end a sentence with their period (compared lower-case, without the period).
+var abbreviations = map[string]bool{
+	"mr": true, "mrs": true, "ms": true, "dr": true, "prof": true, "st": true, "jr": true, "sr": true,
+	"vs": true, "mt": true, "e.g": true, "i.e": true, "a.m": true, "p.m": true, "approx": true,
+	"fig": true, "inc": true, "ltd": true, "co": true, "corp": true, "gen": true, "gov": true,
+	"sgt": true, "capt": true, "lt": true, "col": true, "rev": true, "hon": true,
+}
+
+// scanSentences cuts text into complete sentences and the unfinished rest. When final is true
+// the end of text counts as whitespace, so a trailing terminator completes its sentence; the
+// rest is then only text without one.
+func scanSentences(text string, final bool) (sentences []string, rest string) {
+	start := 0
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == '\n' {
+			if s := strings.TrimSpace(text[start:i]); s != "" {
+				sentences = append(sentences, s)
+			}
+			i += size
+			start = i
+			continue
+		}
+		if !isTerminator(r) {
+			i += size
+			continue
+		}
+		j := i
+		onlyPeriod := true
+		for j < len(text) {
+			r, n := utf8.DecodeRuneInString(text[j:])
+			if !isTerminator(r) {
+				break
+			}
+			onlyPeriod = onlyPeriod && r == '.' && j == i
+			j += n
+		}
+		for j < len(text) {
+			r, n := utf8.DecodeRuneInString(text[j:])
+			if !isCloser(r) {
+				break
+			}
+			j += n
+		}
+		if j == len(text) && !final {
+			break // the next character decides: "3." may become "3.5", "Dr." stays "Dr."
+		}
+		if j < len(text) {
+			if r, _ := utf8.DecodeRuneInString(text[j:]); !unicode.IsSpace(r) {
+				i = j
+				continue
+			}
+		}
+		if onlyPeriod && r == '.' {
+			if end, decided := periodEnds(text[start:i], text[j:], final); !end {
+				if !decided {
+					break
+				}
+				i = j
+				continue
+			}
+		}
+		if s := strings.TrimSpace(text[start:j]); s != "" {
+			sentences = append(sentences, s)
+		}
+		i, start = j, j
+	}
+	return sentences, strings.TrimLeftFunc(text[start:], unicode.IsSpace)
+}
+
+// periodEnds decides whether a lone period after before ends a sentence, given the text after
+// it. decided is false when that needs a character that has not arrived yet.
+func periodEnds(before, after string, final bool) (end, decided bool) {
+	k := len(before)
+	for k > 0 {
+		r, n := utf8.DecodeLastRuneInString(before[:k])
+		if !unicode.IsLetter(r) && r != '.' {
+			break
+		}
+		k -= n
+	}
+	word := strings.ToLower(before[k:])
+	if abbreviations[word] {
+		return false, true
+	}
+	if utf8.RuneCountInString(word) == 1 {
+		if r, _ := utf8.DecodeRuneInString(word); unicode.IsLetter(r) && unicode.IsUpper([]rune(before[k:])[0]) && word != "i" {
+			return false, true // an initial
+		}
+	}
+	if word == "etc" {
+		next := strings.TrimLeftFunc(after, unicode.IsSpace)
+		if next == "" {
+			return final, final
+		}
+		r, _ := utf8.DecodeRuneInString(next)
+		return !unicode.IsLower(r), true
+	}
+	return true, true
+}
+
+// Split cuts a whole text into its sentences, trimmed. Text after the last terminator
+// is the last sentence.
+func Split(text string) []string {
+	sentences, rest := scanSentences(text, true)
+	if rest = strings.TrimSpace(rest); rest != "" {
+		sentences = append(sentences, rest)
+	}
+	return sentences
+}
+
+// Options shape the pieces a Splitter hands out.
+type Options struct {
+	// FirstAlone makes the first piece the first sentence alone, so the first audio waits for one
+	// sentence only.
+	FirstAlone bool
+	// SplitChars is the size, in characters, that later pieces batch whole sentences up to (a
+	// sentence longer than it is still one piece). Text that reaches it without a sentence end
+	// is broken at a space; a run of more than 4×SplitChars characters without one is cut at
+	// SplitChars. 0 or less: every sentence is its own piece and unpunctuated text is never broken.
+	SplitChars int
+}
+
+// Splitter cuts text that arrives a few characters at a time (a language model's reply, a
+// client's stream) into speakable pieces. Push returns the pieces that are complete; Flush
+// returns everything still buffered. It is not safe for concurrent use.
+type Splitter struct {
+	opts   Options
+	buf    string
+	pieces int // pieces handed out so far
+}
+
+// NewSplitter returns an empty splitter.
+func NewSplitter(opts Options) *Splitter { return &Splitter{opts: opts} }
+
+// Push adds text and returns the pieces it completed, in order (often none).
+func (s *Splitter) Push(text string) []string {
+	s.buf += text
+	sentences, rest := scanSentences(s.buf, false)
+	s.buf = rest
+	pieces := s.Batch(sentences)
+	for s.opts.SplitChars > 0 && runesOver(s.buf, s.opts.SplitChars) {
+		cut := spaceCut(s.buf[:runeOffset(s.buf, maxWordSplits*s.opts.SplitChars+1)], s.opts.SplitChars)
+		if cut < 0 {
+			// One word with no space to break at is held only so long: a client streaming
+			// spaceless text would otherwise grow the buffer (and each Push's rescan) without bound.
+			if !runesOver(s.buf, maxWordSplits*s.opts.SplitChars) {
+				break
+			}
+			cut = runeOffset(s.buf, s.opts.SplitChars)
+		}
+		pieces = append(pieces, strings.TrimSpace(s.buf[:cut]))
+		s.buf = strings.TrimLeftFunc(s.buf[cut:], unicode.IsSpace)
+	}
+	s.pieces += len(pieces)
+	return pieces
+}
+
+// Flush returns everything buffered as one piece ("" when nothing is), sentence end or not.
+func (s *Splitter) Flush() string {
+	rest := strings.TrimSpace(s.buf)
+	s.buf = ""
+	if rest != "" {
+		s.pieces++
+	}
+	return rest
+}
+
+// Reset drops what is buffered; the next piece is again "the first" for FirstAlone.
+func (s *Splitter) Reset() {
+	s.buf = ""
+	s.pieces = 0
+}
+
+// Buffered reports the text held back, waiting for a sentence end.
+func (s *Splitter) Buffered() string { return s.buf }
+
+// Batch hands out whole sentences as pieces, as Push would: the first alone (FirstAlone, when no
+// piece was handed out yet), the rest batched up to SplitChars.
+func (s *Splitter) Batch(sentences []string) []string {
+	if len(sentences) == 0 {
+		return nil
+	}
+	var pieces []string
+	if s.pieces == 0 && s.opts.FirstAlone {
+		pieces = append(pieces, sentences[0])
+		sentences = sentences[1:]
+	}
+	if s.opts.SplitChars <= 0 {
+		return append(pieces, sentences...)
+	}
+	cur, curLen := "", 0
+	for _, sent := range sentences {
+		n := utf8.RuneCountInString(sent)
+		if cur != "" && curLen+1+n > s.opts.SplitChars {
+			pieces = append(pieces, cur)
+			cur, curLen = "", 0
+		}
+		if cur == "" {
+			cur, curLen = sent, n
+		} else {
+			cur, curLen = cur+" "+sent, curLen+1+n
+		}
+	}
+	if cur != "" {
+		pieces = append(pieces, cur)
+	}
+	return pieces
+}
+
+// maxWordSplits: a run without whitespace longer than this many SplitChars is cut at SplitChars.
+const maxWordSplits = 4
+
+// runesOver reports whether text has more than n runes, reading at most n+1 of them.
+func runesOver(text string, n int) bool {
+	count := 0
+	for range text {
+		if count++; count > n {
+			return true
+		}
+	}
+	return false
+}
+
+// runeOffset returns the byte index of rune n in text (len(text) when it has no more).
+func runeOffset(text string, n int) int {
+	count := 0
+	for i := range text {
+		if count == n {
+			return i
+		}
+		count++
+	}
+	return len(text)
+}
+
+// spaceCut returns the byte index of the last whitespace within the first limit characters of
+// text, else of the first whitespace after them, else -1.
+func spaceCut(text string, limit int) int {
+	last, count := -1, 0
+	for i, r := range text {
+		if count > limit && last > 0 {
+			return last
+		}
+		if unicode.IsSpace(r) && i > 0 {
+			last = i
+			if count >= limit {
+				return last
+			}
+		}
+		count++
+	}
+	if count > limit && last > 0 {
+		return last
+	}
+	return -1
+}
