@@ -185,6 +185,16 @@ func (m *Meter) Remaining(ctx context.Context, principal string) (float64, error
 	return left, nil
 }
 
+// Budget is Remaining as a conversation counts it down: the time left today and whether the
+// principal has a quota at all (limited false: no quota, left 0).
+func (m *Meter) Budget(ctx context.Context, principal string) (left time.Duration, limited bool, err error) {
+	secs, err := m.Remaining(ctx, principal)
+	if err != nil || secs < 0 {
+		return 0, false, err
+	}
+	return time.Duration(secs * float64(time.Second)), true, nil
+}
+
 // CheckQuota refuses with ErrQuotaExceeded when the principal has nothing left today.
 func (m *Meter) CheckQuota(ctx context.Context, principal string) error {
 	left, err := m.Remaining(ctx, principal)

@@ -159,6 +159,23 @@ func TestQuota(t *testing.T) {
 	}
 }
 
+// Budget is Remaining as a duration, and says whether there is a quota.
+func TestBudget(t *testing.T) {
+	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	m := New(openSQLite(t), Config{FlushEvery: time.Hour, QuotaSecondsPerDay: 10, Now: func() time.Time { return now }})
+	defer m.Close(ctx)
+	m.Add("erin", "", DoorConversation, 2.5, 1)
+	if left, limited, err := m.Budget(ctx, "erin"); err != nil || !limited || left != 6500*time.Millisecond {
+		t.Fatalf("Budget = %v %v %v, want 6.5s limited", left, limited, err)
+	}
+	noQuota := New(openSQLite(t), Config{})
+	defer noQuota.Close(ctx)
+	if left, limited, err := noQuota.Budget(ctx, "erin"); err != nil || limited || left != 0 {
+		t.Fatalf("Budget without a quota = %v %v %v, want 0 unlimited", left, limited, err)
+	}
+}
+
 func TestUsageHandler(t *testing.T) {
 	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
 	store := openSQLite(t)

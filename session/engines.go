@@ -11,7 +11,8 @@ import (
 // The engines a conversation uses, as small interfaces declared here (STYLE 7); cmd/voiced adapts
 // speechcore's Whisper, Kokoro and Silero and turn's detectors to them.
 
-// Ears transcribes one finished utterance (16 kHz mono float32, ≤ 30 s).
+// Ears transcribes one finished utterance (16 kHz mono float32, ≤ 30 s: the conversation hears
+// a longer one window by window).
 type Ears interface {
 	Transcribe(ctx context.Context, pcm16k []float32) (string, error)
 }

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/voiced/voiced/speechcore/audio"
@@ -277,7 +279,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 		return
 	}
 	asked := time.Now()
-	text, err := c.engines.Ears.Transcribe(c.ctx, pcm)
+	text, err := c.hearUtterance(c.ctx, pcm)
 	if err == nil {
 		c.srv.metrics.finalDecode.Observe(time.Since(asked).Seconds())
 	}
@@ -298,6 +300,27 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
 			Seconds: float64(len(pcm)) / hearRate})
 	}
+}
+
+// earsWindow is the most audio Ears hears at once (Whisper's 30 s window).
+const earsWindow = 30 * hearRate
+
+// hearUtterance transcribes a committed utterance: one longer than earsWindow is heard window by
+// window and the texts joined.
+func (c *conversation) hearUtterance(ctx context.Context, pcm []float32) (string, error) {
+	var parts []string
+	for len(pcm) > 0 {
+		n := min(len(pcm), earsWindow)
+		text, err := c.engines.Ears.Transcribe(ctx, pcm[:n])
+		if err != nil {
+			return strings.Join(parts, " "), err
+		}
+		if text = strings.TrimSpace(text); text != "" {
+			parts = append(parts, text)
+		}
+		pcm = pcm[n:]
+	}
+	return strings.Join(parts, " "), nil
 }
 
 func (c *conversation) createItem(e *wire.ConversationItemCreate) {

@@ -38,7 +38,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func needModel(t testing.TB) *squelch.Model {
+// silero is the Silero model as turn's Speech (as cmd/voiced wires it).
+func silero(m *squelch.Model) Speech {
+	return SpeechFunc(func() (Prober, error) {
+		s, err := m.NewStream()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+func needModel(t testing.TB) Speech {
 	t.Helper()
 	if testEnvErr != nil {
 		t.Fatalf("open onnx runtime / silero model: %v", testEnvErr)
@@ -46,7 +57,7 @@ func needModel(t testing.TB) *squelch.Model {
 	if sharedModel == nil {
 		t.Skip("VOICED_ORT_LIB and VOICED_SILERO_MODEL unset: run through make, or eval \"$(make -s env)\"")
 	}
-	return sharedModel
+	return silero(sharedModel)
 }
 
 const rate = squelch.SampleRate
@@ -175,3 +186,6 @@ func concat(parts ...[]float32) []float32 {
 }
 
 func msOf(samples int) int64 { return int64(samples) * 1000 / rate }
+
+// ms is a position in samples in milliseconds, as the wire reports it.
+func ms(samples int64) int64 { return samples * 1000 / rate }

@@ -3,15 +3,13 @@ package turn
 import (
 	"fmt"
 	"time"
-
-	"github.com/voiced/voiced/speechcore/squelch"
 )
 
 // HushConfig is server_vad. DefaultHushConfig gives OpenAI's documented defaults; fields are
 // taken as given (a zero PrefixPadding is no padding).
 type HushConfig struct {
-	// Model is the shared Silero model (squelch.Load); each detector runs its own stream on it.
-	Model *squelch.Model
+	// Speech is the shared speech-probability model (Silero); each detector opens its own Prober.
+	Speech Speech
 	// Threshold is the speech probability that counts as speech, 0..1 (threshold).
 	Threshold float64
 	// PrefixPadding is the audio before the detected start that the turn includes (prefix_padding_ms).
@@ -24,9 +22,9 @@ type HushConfig struct {
 
 // DefaultHushConfig is server_vad's defaults: threshold 0.5, prefix_padding_ms 300,
 // silence_duration_ms 500.
-func DefaultHushConfig(model *squelch.Model) HushConfig {
+func DefaultHushConfig(model Speech) HushConfig {
 	return HushConfig{
-		Model:           model,
+		Speech:          model,
 		Threshold:       0.5,
 		PrefixPadding:   300 * time.Millisecond,
 		SilenceDuration: 500 * time.Millisecond,
@@ -36,7 +34,7 @@ func DefaultHushConfig(model *squelch.Model) HushConfig {
 
 // Hush ends a turn on silence alone: SilenceDuration of quiet after speech yields the floor.
 type Hush struct {
-	*floor
+	*machine
 	cfg HushConfig
 }
 
@@ -49,11 +47,11 @@ func NewHush(cfg HushConfig) (*Hush, error) {
 		return nil, fmt.Errorf("%w: silence duration %v must be >= 0", ErrConfig, cfg.SilenceDuration)
 	}
 	silence := samples(cfg.SilenceDuration)
-	f, err := newFloor(cfg.Model, cfg.Threshold, cfg.MinSpeech, cfg.PrefixPadding, func(int) int { return silence })
+	f, err := newMachine(cfg.Speech, cfg.Threshold, cfg.MinSpeech, cfg.PrefixPadding, func(int) int { return silence })
 	if err != nil {
 		return nil, err
 	}
-	return &Hush{floor: f, cfg: cfg}, nil
+	return &Hush{machine: f, cfg: cfg}, nil
 }
 
 // Config reports the configuration the detector runs with.

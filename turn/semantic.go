@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/voiced/voiced/speechcore/squelch"
 )
 
 // Eagerness is semantic_vad's eagerness: how readily a pause ends the turn.
@@ -148,8 +146,8 @@ func (f TranscriptFunc) Partial() string { return f() }
 
 // SemanticConfig is semantic_vad.
 type SemanticConfig struct {
-	// Model is the shared Silero model (squelch.Load).
-	Model *squelch.Model
+	// Speech is the shared speech-probability model (Silero).
+	Speech Speech
 	// Eagerness scales the waits (Wait).
 	Eagerness Eagerness
 	// Transcript is read on each quiet window; nil reads as no words.
@@ -161,8 +159,8 @@ type SemanticConfig struct {
 }
 
 // DefaultSemanticConfig is semantic_vad at auto eagerness with server_vad's 300 ms prefix.
-func DefaultSemanticConfig(model *squelch.Model, transcript Transcript) SemanticConfig {
-	return SemanticConfig{Model: model, Transcript: transcript, PrefixPadding: 300 * time.Millisecond, MinSpeech: DefaultMinSpeech}
+func DefaultSemanticConfig(model Speech, transcript Transcript) SemanticConfig {
+	return SemanticConfig{Speech: model, Transcript: transcript, PrefixPadding: 300 * time.Millisecond, MinSpeech: DefaultMinSpeech}
 }
 
 // semanticThreshold is Silero's own default: semantic_vad exposes no threshold.
@@ -171,7 +169,7 @@ const semanticThreshold = 0.5
 // Semantic ends a turn on silence weighed against the words so far: a finished sentence yields
 // the floor sooner than Hush, a trailing "and…" holds it longer.
 type Semantic struct {
-	*floor
+	*machine
 	cfg        SemanticConfig
 	lastEnding Ending
 }
@@ -182,11 +180,11 @@ func NewSemantic(cfg SemanticConfig) (*Semantic, error) {
 		return nil, fmt.Errorf("%w: eagerness %v", ErrConfig, cfg.Eagerness)
 	}
 	s := &Semantic{cfg: cfg}
-	f, err := newFloor(cfg.Model, semanticThreshold, cfg.MinSpeech, cfg.PrefixPadding, s.wait)
+	f, err := newMachine(cfg.Speech, semanticThreshold, cfg.MinSpeech, cfg.PrefixPadding, s.wait)
 	if err != nil {
 		return nil, err
 	}
-	s.floor = f
+	s.machine = f
 	return s, nil
 }
 

@@ -139,7 +139,7 @@ func TestSemanticWaits(t *testing.T) {
 	if kinds(hushEvents) != "SE" {
 		t.Fatalf("hush: %v", hushEvents)
 	}
-	hushEnd := hushEvents[1].(SpeechStopped).AudioEndMs
+	hushEnd := ms(hushEvents[1].(SpeechStopped).End)
 	tests := map[string]struct {
 		eagerness Eagerness
 		text      string
@@ -166,14 +166,14 @@ func TestSemanticWaits(t *testing.T) {
 			}
 			stop := events[1].(SpeechStopped)
 			wait := Wait(tc.eagerness, Classify(tc.text))
-			if got := stop.AudioEndMs - stop.SpeechEndMs; got != windowsFor(wait) {
+			if got := ms(stop.End) - ms(stop.SpeechEnd); got != windowsFor(wait) {
 				t.Fatalf("waited %d ms of silence, want %v (%v at %v)", got, wait, Classify(tc.text), tc.eagerness)
 			}
 			if s.LastEnding() != Classify(tc.text) {
 				t.Errorf("LastEnding %v", s.LastEnding())
 			}
-			if Classify(tc.text) == Complete && tc.eagerness != EagernessLow && stop.AudioEndMs >= hushEnd {
-				t.Errorf("a complete sentence ended at %d ms, no sooner than hush's %d ms", stop.AudioEndMs, hushEnd)
+			if Classify(tc.text) == Complete && tc.eagerness != EagernessLow && ms(stop.End) >= hushEnd {
+				t.Errorf("a complete sentence ended at %d ms, no sooner than hush's %d ms", ms(stop.End), hushEnd)
 			}
 			t.Logf("%v, hush ends at %d ms", events, hushEnd)
 		})
@@ -198,7 +198,7 @@ func TestSemanticWaitsThroughTrailingAnd(t *testing.T) {
 	s := newSemantic(t, EagernessAuto, transcript)
 	var events []Event
 	for ; position < len(pcm); position += push250ms {
-		ev, err := s.Feed(pcm[position:min(position+push250ms, len(pcm))], time.Duration(position)*time.Second/rate)
+		ev, err := s.Feed(pcm[position:min(position+push250ms, len(pcm))], int64(position))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestSemanticWaitsThroughTrailingAnd(t *testing.T) {
 	if kinds(events) != "SE" {
 		t.Fatalf("semantic: %v, want one turn through the pause after \"and\"", events)
 	}
-	if stop := events[1].(SpeechStopped); stop.SpeechEndMs < msOf(secondAt) {
+	if stop := events[1].(SpeechStopped); ms(stop.SpeechEnd) < msOf(secondAt) {
 		t.Fatalf("turn ended at %v, before the second phrase at %d ms", stop, msOf(secondAt))
 	}
 	hush := newHush(t, nil)
@@ -232,7 +232,7 @@ func TestSemanticTranscriptArrivesLate(t *testing.T) {
 	}))
 	var events []Event
 	for ; position < len(pcm); position += push250ms {
-		ev, err := s.Feed(pcm[position:min(position+push250ms, len(pcm))], time.Duration(position)*time.Second/rate)
+		ev, err := s.Feed(pcm[position:min(position+push250ms, len(pcm))], int64(position))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestSemanticTranscriptArrivesLate(t *testing.T) {
 	if kinds(events) != "SE" {
 		t.Fatalf("events %v", events)
 	}
-	end := events[1].(SpeechStopped).AudioEndMs
+	end := ms(events[1].(SpeechStopped).End)
 	// the text is read per push here, so the turn ends within the push after it arrived
 	if from, to := msOf(arrives), msOf(arrives+push250ms)+32; end < from || end > to {
 		t.Fatalf("turn ended at %d ms, want within [%d, %d] (the sentence arrived at %d ms)", end, from, to, from)

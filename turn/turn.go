@@ -3,15 +3,41 @@ package turn
 import (
 	"fmt"
 	"time"
-
-	"github.com/voiced/voiced/speechcore/squelch"
 )
 
+// SampleRate is the rate detectors hear at; every position they take or report counts samples
+// at it on the session's timeline.
+const SampleRate = 16000
+
+// Speech is a speech-probability model: each Prober it opens reads one stream of 16 kHz audio.
+// Silero (speechcore/squelch) is one, adapted where the program is wired; a VAD pass shared with
+// the squelch can be another. turn needs nothing else from the model.
+type Speech interface {
+	NewProber() (Prober, error)
+}
+
+// SpeechFunc adapts a function to Speech.
+type SpeechFunc func() (Prober, error)
+
+func (f SpeechFunc) NewProber() (Prober, error) { return f() }
+
+// Prober gives the probability of speech in each window of a stream of 16 kHz audio, in order:
+// Feed calls emit once per window completed (Window samples each) and holds the rest (Pending
+// samples) for the next Feed. Reset returns it to silence; Close releases it. One owner.
+type Prober interface {
+	Feed(pcm16k []float32, emit func(prob float32)) error
+	Window() int
+	Pending() int
+	Reset()
+	Close() error
+}
+
 // Detector hears the user's audio and says who holds the floor. Feed takes 16 kHz audio and the
-// position of its first sample in the session's audio (consecutive feeds continue where the last
-// ended), and returns the events that audio caused, in order. A Detector has one owner.
+// position of its first sample on the session's timeline, in samples (consecutive feeds continue
+// where the last ended), and returns the events that audio caused, in order. A Detector has one
+// owner.
 type Detector interface {
-	Feed(pcm16k []float32, at time.Duration) ([]Event, error)
+	Feed(pcm16k []float32, at int64) ([]Event, error)
 	Floor() Floor
 	// Reset forgets the turn in progress (input_audio_buffer.clear, a manual commit): the floor
 	// goes Quiet and the model's state returns to silence.
@@ -46,19 +72,20 @@ func (f Floor) String() string {
 // Event is SpeechStarted or SpeechStopped.
 type Event interface{ isEvent() }
 
-// SpeechStarted: the user took the floor (input_audio_buffer.speech_started). AudioStartMs is
-// where the speech began in the session's audio, less the prefix padding (never before the end
-// of the previous turn, nor before 0).
+// SpeechStarted: the user took the floor (input_audio_buffer.speech_started). Start is where
+// the speech began on the session's timeline (samples), less the prefix padding (never before
+// the end of the previous turn, nor before 0).
 type SpeechStarted struct {
-	AudioStartMs int64
+	Start int64
 }
 
-// SpeechStopped: the user yielded the floor (input_audio_buffer.speech_stopped). AudioEndMs is
-// where the turn was decided over, in the session's audio: the end of the last speech plus the
-// silence waited out, as OpenAI reports it. SpeechEndMs is the end of the last speech alone.
+// SpeechStopped: the user yielded the floor (input_audio_buffer.speech_stopped). End is where
+// the turn was decided over on the session's timeline (samples): the end of the last speech
+// plus the silence waited out, as OpenAI reports it. SpeechEnd is the end of the last speech
+// alone.
 type SpeechStopped struct {
-	AudioEndMs  int64
-	SpeechEndMs int64
+	End       int64
+	SpeechEnd int64
 }
 
 func (SpeechStarted) isEvent() {}
@@ -71,14 +98,15 @@ var (
 )
 
 // DefaultMinSpeech is how long speech must hold at or above the threshold before it takes the
-// floor: squelch.DefaultConfirm, for the same reason (the real model's lone spikes on noise run
-// to 96 ms; no word is that short). The start is reported from the first window, not the last.
-const DefaultMinSpeech = squelch.DefaultConfirm
+// floor: squelch.DefaultConfirm (160 ms), for the same reason (the real model's lone spikes on
+// noise run to 96 ms; no word is that short). The start is reported from the first window, not
+// the last.
+const DefaultMinSpeech = 160 * time.Millisecond
 
-// floor is the state machine both detectors share; they differ only in how long a silence ends
-// the turn (wait, in samples, asked afresh each quiet window).
-type floor struct {
-	stream    *squelch.Stream
+// machine is the state machine both detectors share; they differ only in how long a silence
+// ends the turn (wait, in samples, asked afresh each quiet window).
+type machine struct {
+	stream    Prober
 	open      float32
 	close     float32
 	minSpeech int
@@ -95,18 +123,18 @@ type floor struct {
 	closed      bool
 }
 
-func newFloor(model *squelch.Model, threshold float64, minSpeech, prefix time.Duration, wait func(int) int) (*floor, error) {
+func newMachine(model Speech, threshold float64, minSpeech, prefix time.Duration, wait func(int) int) (*machine, error) {
 	if model == nil {
-		return nil, fmt.Errorf("%w: no silero model (load one with squelch.Load and share it)", ErrConfig)
+		return nil, fmt.Errorf("%w: no speech model (Silero: load it with squelch.Load and share it)", ErrConfig)
 	}
 	if minSpeech < 0 || prefix < 0 {
 		return nil, fmt.Errorf("%w: min speech %v and prefix padding %v must be >= 0", ErrConfig, minSpeech, prefix)
 	}
-	stream, err := model.NewStream()
+	stream, err := model.NewProber()
 	if err != nil {
 		return nil, fmt.Errorf("new turn detector: %w", err)
 	}
-	return &floor{
+	return &machine{
 		stream:    stream,
 		open:      float32(threshold),
 		close:     float32(max(threshold-0.15, 0.01)), // Silero's own negative threshold
@@ -118,11 +146,11 @@ func newFloor(model *squelch.Model, threshold float64, minSpeech, prefix time.Du
 	}, nil
 }
 
-func (f *floor) Feed(pcm16k []float32, at time.Duration) ([]Event, error) {
+func (f *machine) Feed(pcm16k []float32, at int64) ([]Event, error) {
 	if f.closed {
 		return nil, ErrClosed
 	}
-	if pos := int64(samples(at)); pos != f.next {
+	if pos := at; pos != f.next {
 		// The caller's timeline moved (a gap, or audio it did not feed us): follow it, taking
 		// any part window still pending as if it ran up to the new position.
 		f.windowStart = pos - int64(f.stream.Pending())
@@ -131,7 +159,7 @@ func (f *floor) Feed(pcm16k []float32, at time.Duration) ([]Event, error) {
 	var events []Event
 	err := f.stream.Feed(pcm16k, func(prob float32) {
 		from := f.windowStart
-		f.windowStart += squelch.WindowSamples
+		f.windowStart += int64(f.stream.Window())
 		if ev := f.step(prob, from, f.windowStart); ev != nil {
 			events = append(events, ev)
 		}
@@ -143,8 +171,8 @@ func (f *floor) Feed(pcm16k []float32, at time.Duration) ([]Event, error) {
 	return events, nil
 }
 
-// step advances the floor by one window spanning [from, to) in the session's audio.
-func (f *floor) step(prob float32, from, to int64) Event {
+// step advances the machine by one window spanning [from, to) in the session's audio.
+func (f *machine) step(prob float32, from, to int64) Event {
 	if f.floorState != Held {
 		if prob < f.open {
 			f.runStart = -1
@@ -159,7 +187,7 @@ func (f *floor) step(prob float32, from, to int64) Event {
 		f.floorState, f.silence, f.lastSpeech = Held, -1, to
 		start := max(f.runStart-int64(f.prefix), f.turnFloor, 0)
 		f.runStart = -1
-		return SpeechStarted{AudioStartMs: ms(start)}
+		return SpeechStarted{Start: start}
 	}
 	if prob >= f.open {
 		f.silence, f.lastSpeech = -1, to
@@ -169,23 +197,23 @@ func (f *floor) step(prob float32, from, to int64) Event {
 		f.lastSpeech = to // still speech by Silero's hysteresis
 		return nil
 	}
-	f.silence = max(f.silence, 0) + squelch.WindowSamples
+	f.silence = max(f.silence, 0) + f.stream.Window()
 	if f.silence < f.wait(f.silence) {
 		return nil
 	}
 	f.floorState, f.silence, f.turnFloor = Yielded, -1, to
-	return SpeechStopped{AudioEndMs: ms(to), SpeechEndMs: ms(f.lastSpeech)}
+	return SpeechStopped{End: to, SpeechEnd: f.lastSpeech}
 }
 
-func (f *floor) Floor() Floor { return f.floorState }
+func (f *machine) Floor() Floor { return f.floorState }
 
-func (f *floor) Reset() {
+func (f *machine) Reset() {
 	f.stream.Reset()
 	f.floorState, f.runStart, f.silence = Quiet, -1, -1
 	f.windowStart, f.turnFloor = f.next, f.next
 }
 
-func (f *floor) Close() error {
+func (f *machine) Close() error {
 	if f.closed {
 		return nil
 	}
@@ -194,7 +222,5 @@ func (f *floor) Close() error {
 }
 
 func samples(d time.Duration) int {
-	return int((d*squelch.SampleRate + time.Second/2) / time.Second)
+	return int((d*SampleRate + time.Second/2) / time.Second)
 }
-
-func ms(samples int64) int64 { return samples * 1000 / squelch.SampleRate }

@@ -14,7 +14,7 @@ func feedAll(t *testing.T, d Detector, pcm []float32, pushSamples int) []Event {
 	t.Helper()
 	var events []Event
 	for at := 0; at < len(pcm); at += pushSamples {
-		ev, err := d.Feed(pcm[at:min(at+pushSamples, len(pcm))], time.Duration(at)*time.Second/rate)
+		ev, err := d.Feed(pcm[at:min(at+pushSamples, len(pcm))], int64(at))
 		if err != nil {
 			t.Fatalf("feed at %d: %v", at, err)
 		}
@@ -70,7 +70,7 @@ func TestHushConfig(t *testing.T) {
 		"threshold below 0": {mutate: func(c *HushConfig) { c.Threshold = -0.1 }, wantErr: true},
 		"negative silence":  {mutate: func(c *HushConfig) { c.SilenceDuration = -time.Millisecond }, wantErr: true},
 		"negative prefix":   {mutate: func(c *HushConfig) { c.PrefixPadding = -time.Millisecond }, wantErr: true},
-		"no model":          {mutate: func(c *HushConfig) { c.Model = nil }, wantErr: true},
+		"no model":          {mutate: func(c *HushConfig) { c.Speech = nil }, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -135,14 +135,14 @@ func TestHushTurns(t *testing.T) {
 					// The turn's audio must include the onset; the model lags it by a window or
 					// two and the padding reaches 300 ms further back.
 					onset := msOf(tc.onsets[starts])
-					if e.AudioStartMs > onset || e.AudioStartMs < onset-300-100 {
-						t.Errorf("turn %d: audio_start_ms %d, want in [%d, %d] (onset %d ms, 300 ms padding)", starts, e.AudioStartMs, onset-400, onset, onset)
+					if ms(e.Start) > onset || ms(e.Start) < onset-300-100 {
+						t.Errorf("turn %d: audio_start_ms %d, want in [%d, %d] (onset %d ms, 300 ms padding)", starts, ms(e.Start), onset-400, onset, onset)
 					}
 					starts++
 				case SpeechStopped:
 					// 500 ms of silence is 16 windows of 32 ms.
-					if e.AudioEndMs-e.SpeechEndMs != 512 {
-						t.Errorf("audio_end_ms %d - speech end %d = %d, want the 512 ms of silence waited out", e.AudioEndMs, e.SpeechEndMs, e.AudioEndMs-e.SpeechEndMs)
+					if ms(e.End)-ms(e.SpeechEnd) != 512 {
+						t.Errorf("audio_end_ms %d - speech end %d = %d, want the 512 ms of silence waited out", ms(e.End), ms(e.SpeechEnd), ms(e.End)-ms(e.SpeechEnd))
 					}
 				}
 			}
@@ -180,7 +180,7 @@ func TestEventsIndependentOfPushSize(t *testing.T) {
 }
 
 func feedRest(t *testing.T, d Detector, pcm []float32, from int) []Event {
-	ev, err := d.Feed(pcm[from:], time.Duration(from)*time.Second/rate)
+	ev, err := d.Feed(pcm[from:], int64(from))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,14 +194,14 @@ func TestTimelineFollowsAt(t *testing.T) {
 		t.Fatalf("quiet: %v %v", ev, err)
 	}
 	speech := concat(quiet(1, 2), trimSpeech(pocketsphinx(t, "goforward.raw")), quiet(1, 3))
-	ev, err := h.Feed(speech, 10*time.Second)
+	ev, err := h.Feed(speech, 10*rate)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if kinds(ev) != "SE" {
 		t.Fatalf("events %v", ev)
 	}
-	if start := ev[0].(SpeechStarted).AudioStartMs; start < 10_000+1000-400 || start > 10_000+1000 {
+	if start := ms(ev[0].(SpeechStarted).Start); start < 10_000+1000-400 || start > 10_000+1000 {
 		t.Fatalf("audio_start_ms %d, want about 10700 (fed at 10 s, speech 1 s in, 300 ms padding)", start)
 	}
 }
@@ -214,10 +214,10 @@ func TestPrefixStopsAtPreviousTurn(t *testing.T) {
 	if kinds(events) != "SESE" {
 		t.Fatalf("events %v", events)
 	}
-	if s := events[0].(SpeechStarted).AudioStartMs; s != 0 {
+	if s := ms(events[0].(SpeechStarted).Start); s != 0 {
 		t.Errorf("first start %d, want 0 (5 s of padding clamps at the session start)", s)
 	}
-	if s, e := events[2].(SpeechStarted).AudioStartMs, events[1].(SpeechStopped).AudioEndMs; s != e {
+	if s, e := ms(events[2].(SpeechStarted).Start), ms(events[1].(SpeechStopped).End); s != e {
 		t.Errorf("second start %d, want the first turn's end %d", s, e)
 	}
 }
@@ -233,7 +233,7 @@ func TestResetAndClose(t *testing.T) {
 	if h.Floor() != Quiet {
 		t.Fatalf("after Reset: floor %v", h.Floor())
 	}
-	at := time.Duration(len(speech)) * time.Second / rate
+	at := int64(len(speech))
 	ev, err = h.Feed(quiet(2, 2), at)
 	if err != nil || len(ev) != 0 {
 		t.Fatalf("quiet after Reset: %v %v (no stop for a turn that was reset)", ev, err)
@@ -259,7 +259,7 @@ func BenchmarkHushFeed250ms(b *testing.B) {
 	pos := 0
 	for range b.N {
 		at := pos % (len(pcm) - push250ms)
-		if _, err := h.Feed(pcm[at:at+push250ms], time.Duration(pos)*time.Second/rate); err != nil {
+		if _, err := h.Feed(pcm[at:at+push250ms], int64(pos)); err != nil {
 			b.Fatal(err)
 		}
 		pos += push250ms

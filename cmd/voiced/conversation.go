@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/voiced/voiced/speechcore/kokoro"
 	"github.com/voiced/voiced/speechcore/squelch"
 	"github.com/voiced/voiced/turn"
-	"github.com/voiced/voiced/wire"
 )
 
 // The conversation component: principal JWTs, tickets, the OpenAI-shaped ephemeral keys and the
@@ -175,8 +173,9 @@ func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind
 	return mind.NewOpenAI(mind.OpenAIConfig{URL: url, Model: model, Key: key, Timeout: timeout})
 }
 
-// speechEngines adapts the speech service's engines to session's interfaces. They are looked up
-// per call: the service fills them as it loads, and Ready refuses sockets until it is warm.
+// speechEngines wires the speech service's engines and the meter to session's seams. They are
+// looked up per call: the service fills them as it loads, and Ready refuses sockets until it is
+// warm.
 func speechEngines(app *App, m mind.Mind) session.Engines {
 	svc := app.Speech
 	e := session.Engines{Mind: m}
@@ -193,11 +192,7 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 			return nil
 		}
 		e.Budget = func(ctx context.Context, p session.Principal) (time.Duration, bool, error) {
-			left, err := app.Meter.Remaining(ctx, p.Subject)
-			if err != nil || left < 0 {
-				return 0, false, err
-			}
-			return time.Duration(left * float64(time.Second)), true, nil
+			return app.Meter.Budget(ctx, p.Subject)
 		}
 	}
 	if svc == nil {
@@ -213,31 +208,16 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 		}
 		return squelch.New(squelch.Config{Model: svc.Silero})
 	}
-	e.NewTurnDetector = func(td wire.TurnDetection, partial session.Partial) (session.TurnDetector, error) {
+	e.NewTurnDetector = session.TurnDetectors(turn.SpeechFunc(func() (turn.Prober, error) {
 		if svc.Silero == nil {
 			return nil, errors.New("the Silero model is not loaded")
 		}
-		var d turn.Detector
-		var err error
-		switch td.Type {
-		case wire.TurnSemanticVAD:
-			cfg := turn.DefaultSemanticConfig(svc.Silero, turn.TranscriptFunc(partial))
-			if cfg.Eagerness, err = turn.ParseEagerness(td.Eagerness); err != nil {
-				return nil, err
-			}
-			d, err = turn.NewSemantic(cfg)
-		default:
-			cfg := turn.DefaultHushConfig(svc.Silero)
-			cfg.Threshold = td.Threshold
-			cfg.PrefixPadding = time.Duration(td.PrefixPaddingMs) * time.Millisecond
-			cfg.SilenceDuration = time.Duration(td.SilenceDurationMs) * time.Millisecond
-			d, err = turn.NewHush(cfg)
-		}
+		s, err := svc.Silero.NewStream()
 		if err != nil {
 			return nil, err
 		}
-		return &floor{d: d}, nil
-	}
+		return s, nil
+	}))
 	return e
 }
 
@@ -252,7 +232,7 @@ func (h meterHook) Record(ctx context.Context, u session.Usage) error {
 	return nil
 }
 
-// ears is Whisper: an utterance longer than its 30 s window is heard window by window.
+// ears is Whisper (one window at a time: the conversation splits longer utterances).
 type ears struct{ svc *speechcore.Service }
 
 func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
@@ -260,24 +240,15 @@ func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
 	if w == nil {
 		return "", speechcore.ErrNotWarm
 	}
-	const window = 30 * 16000
-	var parts []string
-	for len(pcm) > 0 {
-		n := min(len(pcm), window)
-		r, err := w.Transcribe(ctx, pcm[:n])
-		if err != nil {
-			return strings.Join(parts, " "), err
-		}
-		e.svc.ObserveTranscription(r)
-		if t := strings.TrimSpace(r.Text); t != "" {
-			parts = append(parts, t)
-		}
-		pcm = pcm[n:]
+	r, err := w.Transcribe(ctx, pcm)
+	if err != nil {
+		return "", err
 	}
-	return strings.Join(parts, " "), nil
+	e.svc.ObserveTranscription(r)
+	return r.Text, nil
 }
 
-// voice is Kokoro: an OpenAI voice name is mapped to a mounted voice (kokoroVoice).
+// voice is Kokoro: a session's voice name is matched to a mounted voice (kokoro.MatchVoice).
 type voice struct{ svc *speechcore.Service }
 
 func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit func([]int16) error) error {
@@ -285,13 +256,12 @@ func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit
 	if k == nil {
 		return speechcore.ErrNotWarm
 	}
-	name = kokoroVoice(k.Voices(), name)
 	s, err := kokoro.CheckSpeed(float32(speed))
 	if err != nil {
 		s = 0
 	}
 	start := time.Now()
-	err = k.Speak(ctx, kokoro.Request{Text: text, Voice: name, Speed: s}, func(c kokoro.Chunk) error {
+	err = k.Speak(ctx, kokoro.Request{Text: text, Voice: kokoro.MatchVoice(k.Voices(), name), Speed: s}, func(c kokoro.Chunk) error {
 		v.svc.ObserveSynthesis(time.Since(start))
 		err := emit(c.PCM)
 		start = time.Now()
@@ -302,38 +272,3 @@ func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit
 	}
 	return err
 }
-
-// kokoroVoice maps a session's voice to a mounted one: the name itself, else Kokoro's voice of the
-// same name ("alloy" → af_alloy, "echo" → am_echo), else "" (the engine's default).
-func kokoroVoice(mounted []string, name string) string {
-	for _, v := range []string{name, "af_" + name, "am_" + name, "bf_" + name, "bm_" + name} {
-		if slices.Contains(mounted, v) {
-			return v
-		}
-	}
-	return ""
-}
-
-// floor adapts a turn.Detector: it counts the samples fed and reports positions in them.
-type floor struct {
-	d   turn.Detector
-	pos int64
-}
-
-func (f *floor) Push(pcm []float32) ([]session.TurnEvent, error) {
-	evs, err := f.d.Feed(pcm, time.Duration(f.pos)*time.Second/16000)
-	f.pos += int64(len(pcm))
-	var out []session.TurnEvent
-	for _, ev := range evs {
-		switch ev := ev.(type) {
-		case turn.SpeechStarted:
-			out = append(out, session.TurnEvent{Sample: ev.AudioStartMs * 16})
-		case turn.SpeechStopped:
-			out = append(out, session.TurnEvent{Stopped: true, Sample: ev.AudioEndMs * 16, SpeechEnd: ev.SpeechEndMs * 16})
-		}
-	}
-	return out, err
-}
-
-func (f *floor) Reset()       { f.d.Reset() }
-func (f *floor) Close() error { return f.d.Close() }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -73,4 +74,16 @@ func loadVoices(dir string) (map[string]*Voice, []string, error) {
 	}
 	sort.Strings(names)
 	return voices, names, nil
+}
+
+// MatchVoice maps a voice name a client asked for to a mounted voice: the name itself, else
+// Kokoro's voice of the same name ("alloy" → af_alloy, "echo" → am_echo), else "" (the engine's
+// default). OpenAI's voice names thus reach the nearest Kokoro voice.
+func MatchVoice(mounted []string, name string) string {
+	for _, v := range []string{name, "af_" + name, "am_" + name, "bf_" + name, "bm_" + name} {
+		if slices.Contains(mounted, v) {
+			return v
+		}
+	}
+	return ""
 }

@@ -202,6 +202,9 @@ func (s *Stream) Windows() int64 { return s.window }
 // Pending reports the samples waiting for the rest of their window.
 func (s *Stream) Pending() int { return s.filled }
 
+// Window is the samples each probability covers (WindowSamples).
+func (s *Stream) Window() int { return WindowSamples }
+
 // Reset returns the stream to silence: zero state and context, no pending samples.
 func (s *Stream) Reset() {
 	clear(s.input.GetData())
