@@ -21,118 +21,133 @@ import (
 
 // The conversation component: principal JWTs, tickets, the OpenAI-shaped ephemeral keys and the
 // realtime socket (session), with the mind it answers through (mind) and the speech engines
-// adapted to session's small interfaces.
+// wired to session's seams (speechEngines). This file parses flags and wires; what the parts do
+// lives in their packages.
 func init() {
 	register("conversation", orderDoors, func() *component {
-		var (
-			jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
-			origins                                                 string
-			mindKind, mindURL, mindModel, mindKeyFile               string
-			mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
-			maxConversations, maxPerTenant                          int
-			srv                                                     *session.Server
-			stopKeys                                                context.CancelFunc = func() {}
-		)
-		return &component{
-			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&jwks, "jwks", "", "principal JWT keys: a JWKS file or an http(s) URL (fetched at start, refreshed)")
-				fs.StringVar(&secretFile, "jwt-secret-file", "", "principal JWT HS256 secret file (at least 32 bytes), instead of --jwks")
-				fs.StringVar(&issuer, "jwt-issuer", "", "required iss of principal JWTs (unchecked when empty)")
-				fs.StringVar(&audience, "jwt-audience", "", "required aud of principal JWTs (unchecked when empty)")
-				fs.StringVar(&orgClaim, "jwt-org-claim", "org", "the JWT claim naming the principal's own org")
-				fs.StringVar(&orgsClaim, "jwt-orgs-claim", "orgs", "the JWT claim listing the orgs X-Org-Id may name")
-				fs.StringVar(&origins, "allow-origin", "", "comma-separated browser origins (https://app.example.com) or host patterns (*.example.com) allowed to open a realtime socket; a page from this host is always allowed")
-				fs.IntVar(&maxConversations, "max-conversations", session.DefaultMaxConversations, "concurrent realtime conversations; beyond it 429 + Retry-After at the handshake")
-				fs.IntVar(&maxPerTenant, "max-per-tenant", session.DefaultMaxPerTenant, "concurrent conversations per org (per subject without an org)")
-				fs.DurationVar(&sessionLimit, "session-limit", session.DefaultSessionLimit, "audio a conversation may carry before a clean close (session_expired, 1001)")
-				fs.DurationVar(&idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
-				fs.DurationVar(&ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
-				fs.StringVar(&mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
-				fs.StringVar(&mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
-				fs.StringVar(&mindModel, "mind-model", "", "the model name sent to --mind-url")
-				fs.StringVar(&mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
-				fs.DurationVar(&mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
-			},
-			validate: func(app *App) error {
-				if jwks != "" && secretFile != "" {
-					return errors.New("--jwks and --jwt-secret-file both given: choose one")
-				}
-				if maxConversations <= 0 || maxPerTenant <= 0 {
-					return errors.New("--max-conversations and --max-per-tenant must be positive")
-				}
-				if ticketTTL < session.MinTicketTTL || ticketTTL > session.MaxTicketTTL {
-					return fmt.Errorf("--ticket-ttl %s outside %s..%s", ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
-				}
-				switch mindKind {
-				case "", "echo", "openai":
-				default:
-					return fmt.Errorf("--mind %q: echo or openai", mindKind)
-				}
-				if mindKind == "openai" && mindURL == "" {
-					return errors.New("--mind openai needs --mind-url and --mind-model")
-				}
-				return nil
-			},
-			start: func(ctx context.Context, app *App) error {
-				m, err := newMind(mindKind, mindURL, mindModel, mindKeyFile, mindTimeout)
-				if err != nil {
-					return err
-				}
-				var verifier *session.Verifier
-				if jwks != "" || secretFile != "" {
-					vc := session.VerifierConfig{JWKS: jwks, Issuer: issuer, Audience: audience, OrgClaim: orgClaim, OrgsClaim: orgsClaim}
-					if secretFile != "" {
-						if vc.Secret, err = session.ReadSecretFile(secretFile); err != nil {
-							return err
-						}
-					}
-					// The JWKS cache refreshes for the server's life, not the start's.
-					var keysCtx context.Context
-					keysCtx, stopKeys = context.WithCancel(context.WithoutCancel(ctx))
-					if verifier, err = session.NewVerifier(keysCtx, vc); err != nil {
-						return err
-					}
-				} else {
-					app.Log.Warn("no --jwks or --jwt-secret-file: principal JWTs cannot be verified, so no ticket can be minted and the realtime socket refuses every caller")
-				}
-				cfg := session.Config{
-					Verifier: verifier, Tickets: app.Tickets, AllowOrigins: splitList(origins),
-					MaxConversations: maxConversations, MaxPerTenant: maxPerTenant, TicketTTL: ticketTTL,
-					SessionLimit: sessionLimit, IdleTimeout: idleTimeout, Log: app.Log.With("component", "conversation"),
-					Engines: speechEngines(app, m),
-				}
-				if app.Sockets != nil {
-					cfg.Sockets = app.Sockets
-				}
-				if srv, err = session.New(cfg); err != nil {
-					return err
-				}
-				app.HandlePublic("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
-				app.HandlePublic("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
-				app.HandlePublic("POST /v1/realtime/client_secrets", http.HandlerFunc(srv.ServeClientSecrets))
-				app.HandlePublic("GET /v1/voice", http.HandlerFunc(srv.ServeVoice))
-				app.HandlePublic("GET /v1/realtime", http.HandlerFunc(srv.ServeRealtime))
-				app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)
-				app.Metrics.MustRegister(srv.Collectors()...)
-				app.Voice = srv
-				return nil
-			},
-			stop: func(ctx context.Context) error {
-				defer stopKeys()
-				if srv == nil {
-					return nil
-				}
-				done := make(chan struct{})
-				go func() { srv.Wait(); close(done) }()
-				select {
-				case <-done:
-					return nil
-				case <-ctx.Done():
-					return fmt.Errorf("conversations still open at shutdown: %w", ctx.Err())
-				}
-			},
-		}
+		c := &conversationComponent{stopKeys: func() {}}
+		return &component{flags: c.flags, validate: c.validate, start: c.start, stop: c.stop}
 	})
+}
+
+// conversationComponent holds the component's flags and, once started, its server.
+type conversationComponent struct {
+	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
+	origins                                                 string
+	mindKind, mindURL, mindModel, mindKeyFile               string
+	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
+	maxConversations, maxPerTenant                          int
+
+	srv      *session.Server
+	stopKeys context.CancelFunc // ends the JWKS refresh
+}
+
+func (c *conversationComponent) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.jwks, "jwks", "", "principal JWT keys: a JWKS file or an http(s) URL (fetched at start, refreshed)")
+	fs.StringVar(&c.secretFile, "jwt-secret-file", "", "principal JWT HS256 secret file (at least 32 bytes), instead of --jwks")
+	fs.StringVar(&c.issuer, "jwt-issuer", "", "required iss of principal JWTs (unchecked when empty)")
+	fs.StringVar(&c.audience, "jwt-audience", "", "required aud of principal JWTs (unchecked when empty)")
+	fs.StringVar(&c.orgClaim, "jwt-org-claim", "org", "the JWT claim naming the principal's own org")
+	fs.StringVar(&c.orgsClaim, "jwt-orgs-claim", "orgs", "the JWT claim listing the orgs X-Org-Id may name")
+	fs.StringVar(&c.origins, "allow-origin", "", "comma-separated browser origins (https://app.example.com) or host patterns (*.example.com) allowed to open a realtime socket; a page from this host is always allowed")
+	fs.IntVar(&c.maxConversations, "max-conversations", session.DefaultMaxConversations, "concurrent realtime conversations; beyond it 429 + Retry-After at the handshake")
+	fs.IntVar(&c.maxPerTenant, "max-per-tenant", session.DefaultMaxPerTenant, "concurrent conversations per org (per subject without an org)")
+	fs.DurationVar(&c.sessionLimit, "session-limit", session.DefaultSessionLimit, "audio a conversation may carry before a clean close (session_expired, 1001)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
+	fs.DurationVar(&c.ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
+	fs.StringVar(&c.mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
+	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
+	fs.StringVar(&c.mindModel, "mind-model", "", "the model name sent to --mind-url")
+	fs.StringVar(&c.mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
+	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
+}
+
+func (c *conversationComponent) validate(*App) error {
+	if c.jwks != "" && c.secretFile != "" {
+		return errors.New("--jwks and --jwt-secret-file both given: choose one")
+	}
+	if c.maxConversations <= 0 || c.maxPerTenant <= 0 {
+		return errors.New("--max-conversations and --max-per-tenant must be positive")
+	}
+	if c.ticketTTL < session.MinTicketTTL || c.ticketTTL > session.MaxTicketTTL {
+		return fmt.Errorf("--ticket-ttl %s outside %s..%s", c.ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
+	}
+	switch c.mindKind {
+	case "", "echo", "openai":
+	default:
+		return fmt.Errorf("--mind %q: echo or openai", c.mindKind)
+	}
+	if c.mindKind == "openai" && c.mindURL == "" {
+		return errors.New("--mind openai needs --mind-url and --mind-model")
+	}
+	return nil
+}
+
+func (c *conversationComponent) start(ctx context.Context, app *App) error {
+	m, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTimeout)
+	if err != nil {
+		return err
+	}
+	verifier, err := c.verifier(ctx, app)
+	if err != nil {
+		return err
+	}
+	cfg := session.Config{
+		Verifier: verifier, Tickets: app.Tickets, AllowOrigins: splitList(c.origins),
+		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Log: app.Log.With("component", "conversation"),
+		Engines: speechEngines(app, m),
+	}
+	if app.Sockets != nil {
+		cfg.Sockets = app.Sockets
+	}
+	if c.srv, err = session.New(cfg); err != nil {
+		return err
+	}
+	srv := c.srv
+	app.HandlePublic("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
+	app.HandlePublic("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
+	app.HandlePublic("POST /v1/realtime/client_secrets", http.HandlerFunc(srv.ServeClientSecrets))
+	app.HandlePublic("GET /v1/voice", http.HandlerFunc(srv.ServeVoice))
+	app.HandlePublic("GET /v1/realtime", http.HandlerFunc(srv.ServeRealtime))
+	app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)
+	app.Metrics.MustRegister(srv.Collectors()...)
+	app.Voice = srv
+	return nil
+}
+
+// verifier is the principal JWT verifier the flags ask for (nil, with a warning, when none).
+func (c *conversationComponent) verifier(ctx context.Context, app *App) (*session.Verifier, error) {
+	if c.jwks == "" && c.secretFile == "" {
+		app.Log.Warn("no --jwks or --jwt-secret-file: principal JWTs cannot be verified, so no ticket can be minted and the realtime socket refuses every caller")
+		return nil, nil
+	}
+	vc := session.VerifierConfig{JWKS: c.jwks, Issuer: c.issuer, Audience: c.audience, OrgClaim: c.orgClaim, OrgsClaim: c.orgsClaim}
+	if c.secretFile != "" {
+		var err error
+		if vc.Secret, err = session.ReadSecretFile(c.secretFile); err != nil {
+			return nil, err
+		}
+	}
+	// The JWKS cache refreshes for the server's life, not the start's.
+	var keysCtx context.Context
+	keysCtx, c.stopKeys = context.WithCancel(context.WithoutCancel(ctx))
+	return session.NewVerifier(keysCtx, vc)
+}
+
+func (c *conversationComponent) stop(ctx context.Context) error {
+	defer c.stopKeys()
+	if c.srv == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() { c.srv.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("conversations still open at shutdown: %w", ctx.Err())
+	}
 }
 
 func splitList(s string) []string {
