@@ -44,7 +44,7 @@ type TurnEvent struct {
 	Stopped bool // false: the user took the floor (speech started); true: they yielded it
 	Sample  int64
 	// SpeechEnd, on a Stopped event, is where the last speech ended (same clock as Sample); 0 when
-	// the floor does not say. Sample − SpeechEnd is the silence waited out (the turn wait metric).
+	// the detector does not say. Sample − SpeechEnd is the silence waited out (the turn wait metric).
 	SpeechEnd int64
 }
 
