@@ -1,0 +1,23 @@
+package rtc
+
+import "errors"
+
+// Errors, by name.
+var (
+	// ErrBadOffer: the SDP offer does not parse.
+	ErrBadOffer = errors.New("rtc: SDP offer does not parse")
+	// ErrNoAudio: the offer has no audio m-line.
+	ErrNoAudio = errors.New("rtc: SDP offer has no audio m-line")
+	// ErrNoOpus: the offer's audio m-line offers no Opus (opus/48000/2).
+	ErrNoOpus = errors.New("rtc: SDP offer's audio offers no Opus")
+	// ErrContentType: the signalling body is neither application/sdp nor multipart/form-data.
+	ErrContentType = errors.New("rtc: Content-Type must be application/sdp or multipart/form-data")
+	// ErrNoSDPPart: a multipart body without an "sdp" part.
+	ErrNoSDPPart = errors.New("rtc: multipart body has no sdp part")
+	// ErrBadSession: the "session" part is not a JSON object.
+	ErrBadSession = errors.New("rtc: session part is not a JSON object")
+	// ErrBodyTooLarge: the signalling body exceeds MaxSignalBody.
+	ErrBodyTooLarge = errors.New("rtc: signalling body too large")
+	// ErrBadMultipart: the multipart body is malformed.
+	ErrBadMultipart = errors.New("rtc: malformed multipart body")
+)
