@@ -21,3 +21,19 @@ var (
 	// ErrBadMultipart: the multipart body is malformed.
 	ErrBadMultipart = errors.New("rtc: malformed multipart body")
 )
+
+// Call errors, by name.
+var (
+	// ErrICETimeout: ICE did not connect within Config.ConnectTimeout.
+	ErrICETimeout = errors.New("rtc: ICE did not connect in time")
+	// ErrICEFailed: ICE failed or the peer connection closed (the peer went away).
+	ErrICEFailed = errors.New("rtc: ICE failed or peer connection closed")
+	// ErrCallClosed: the call was closed by its owner.
+	ErrCallClosed = errors.New("rtc: call closed")
+	// ErrEventQueueFull: Send found the data channel's queue full (the peer does not read).
+	ErrEventQueueFull = errors.New("rtc: event queue full")
+	// ErrGathering: ICE gathering did not complete before the context ended.
+	ErrGathering = errors.New("rtc: ICE gathering did not complete")
+	// ErrConfig: the Config is invalid.
+	ErrConfig = errors.New("rtc: invalid config")
+)

@@ -1,0 +1,410 @@
+package rtc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v4/pkg/media"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/audio/opus"
+)
+
+// OutputRate is the rate of reply audio given to Play (Kokoro's 24 kHz).
+const OutputRate = 24000
+
+const (
+	frame     = 20 * time.Millisecond
+	outFrame  = OutputRate / 50 // 480 samples of reply audio per 20 ms
+	eventsCap = 256
+)
+
+// Handlers are a call's owner callbacks; any may be nil.
+type Handlers struct {
+	// InputRate is the rate Audio delivers at (default 16000).
+	InputRate int
+	// Audio gets the decoded mic audio, from the call's one reader goroutine.
+	Audio func(pcm []float32)
+	// Event gets each oai-events data-channel message (pion's data-channel goroutine).
+	Event func(msg []byte)
+	// Output reports the output buffer started (true) or stopped (false), from the pacer.
+	Output func(started bool)
+	// Closed is called once when the call ends, with why (ErrCallClosed, ErrICETimeout, ...).
+	Closed func(err error)
+	// MaxBuffered bounds reply audio not yet played, in samples at 24 kHz (default 2 s):
+	// Play blocks beyond it.
+	MaxBuffered int
+}
+
+// Call is one answered peer connection.
+type Call struct {
+	cfg   Config
+	h     Handlers
+	pc    *webrtc.PeerConnection
+	track *webrtc.TrackLocalStaticSample
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	err    error
+
+	connected chan struct{}
+	failed    chan struct{}
+	once      sync.Once // connected
+	failOnce  sync.Once
+
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup // reader, writer, pacer
+	dc      *webrtc.DataChannel
+	dcOpen  chan struct{}
+	dcOnce  sync.Once
+	events  chan []byte
+	pending []float32 // reply audio not yet played (24 kHz)
+	played  int64
+	space   chan struct{} // signalled when pending shrinks
+}
+
+func newCall(cfg Config, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
+	if h.InputRate == 0 {
+		h.InputRate = 16000
+	}
+	if h.MaxBuffered <= 0 {
+		h.MaxBuffered = 2 * OutputRate
+	}
+	track, err := webrtc.NewTrackLocalStaticSample(opusCapability, "audio", "voiced")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pc.AddTrack(track); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := &Call{
+		cfg: cfg, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), connected: make(chan struct{}), failed: make(chan struct{}),
+		dcOpen: make(chan struct{}), events: make(chan []byte, eventsCap), space: make(chan struct{}, 1),
+	}
+	pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
+		switch s {
+		case webrtc.ICEConnectionStateConnected, webrtc.ICEConnectionStateCompleted:
+			c.once.Do(func() { close(c.connected) })
+		case webrtc.ICEConnectionStateFailed, webrtc.ICEConnectionStateClosed:
+			c.failOnce.Do(func() { close(c.failed) })
+		}
+	})
+	pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		if t.Kind() != webrtc.RTPCodecTypeAudio || !c.start() {
+			return
+		}
+		go c.read(t)
+	})
+	pc.OnDataChannel(func(dc *webrtc.DataChannel) {
+		if dc.Label() != "oai-events" {
+			return
+		}
+		c.mu.Lock()
+		if c.dc != nil {
+			c.mu.Unlock()
+			return
+		}
+		c.dc = dc
+		c.mu.Unlock()
+		dc.OnOpen(func() { c.dcOnce.Do(func() { close(c.dcOpen) }) })
+		dc.OnMessage(func(m webrtc.DataChannelMessage) {
+			if c.h.Event != nil {
+				c.h.Event(m.Data)
+			}
+		})
+	})
+	c.wg.Add(2)
+	go c.write()
+	go c.pace()
+	go c.supervise()
+	return c, nil
+}
+
+// start registers a goroutine with the call unless it is closing.
+func (c *Call) start() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *Call) negotiate(ctx context.Context, offer string) (string, error) {
+	if err := c.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadOffer, err)
+	}
+	answer, err := c.pc.CreateAnswer(nil)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadOffer, err)
+	}
+	gathered := webrtc.GatheringCompletePromise(c.pc)
+	if err := c.pc.SetLocalDescription(answer); err != nil {
+		return "", err
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		return "", fmt.Errorf("%w: %v", ErrGathering, ctx.Err())
+	}
+	return c.pc.LocalDescription().SDP, nil
+}
+
+// supervise ends the call: on Close, on ICE failure, or when ICE never connects; it closes
+// the peer connection, waits for every goroutine, then reports Closed.
+func (c *Call) supervise() {
+	timer := time.NewTimer(c.cfg.ConnectTimeout)
+	defer timer.Stop()
+	var why error
+	select {
+	case <-c.connected:
+		select {
+		case <-c.failed:
+			why = ErrICEFailed
+		case <-c.ctx.Done():
+		}
+	case <-c.failed:
+		why = ErrICEFailed
+	case <-timer.C:
+		why = ErrICETimeout
+	case <-c.ctx.Done():
+	}
+	if why != nil {
+		c.cancel(why)
+	}
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.pc.Close() // ends the reader's ReadRTP
+	c.wg.Wait()
+	c.err = context.Cause(c.ctx)
+	if c.h.Closed != nil {
+		c.h.Closed(c.err)
+	}
+	close(c.done)
+}
+
+// Close ends the call and waits for all its goroutines; it returns why the call ended
+// (ErrCallClosed when Close ended it).
+func (c *Call) Close() error {
+	c.cancel(ErrCallClosed)
+	<-c.done
+	return c.err
+}
+
+// Done is closed when the call has ended and its goroutines are gone.
+func (c *Call) Done() <-chan struct{} { return c.done }
+
+// read is the one reader goroutine: RTP → Opus decode (PLC on sequence gaps) → resample.
+func (c *Call) read(t *webrtc.TrackRemote) {
+	defer c.wg.Done()
+	dec, err := opus.NewDecoder()
+	if err != nil {
+		c.cancel(err)
+		return
+	}
+	defer dec.Close()
+	rs, err := audio.NewResampler(opus.SampleRate, c.h.InputRate)
+	if err != nil {
+		c.cancel(err)
+		return
+	}
+	var last uint16
+	first := true
+	for {
+		p, _, err := t.ReadRTP()
+		if err != nil {
+			return
+		}
+		if !first {
+			gap := int(p.SequenceNumber - last - 1)
+			if gap > 10000 { // reordered or duplicate: drop
+				continue
+			}
+			for i := 0; i < gap && i < 5; i++ {
+				if pcm, err := dec.Decode(nil); err == nil {
+					c.deliver(rs, pcm)
+				}
+			}
+		}
+		first, last = false, p.SequenceNumber
+		if len(p.Payload) == 0 {
+			continue
+		}
+		pcm, err := dec.Decode(p.Payload)
+		if err != nil {
+			continue // a bad packet is concealed by the next
+		}
+		c.deliver(rs, pcm)
+	}
+}
+
+func (c *Call) deliver(rs *audio.Resampler, pcm []int16) {
+	out := rs.Process(audio.Int16ToFloat32(pcm))
+	if len(out) > 0 && c.h.Audio != nil {
+		c.h.Audio(out)
+	}
+}
+
+// Send queues one event for the data channel; the queue is bounded (ErrEventQueueFull).
+func (c *Call) Send(event []byte) error {
+	if err := context.Cause(c.ctx); err != nil {
+		return err
+	}
+	select {
+	case c.events <- event:
+		return nil
+	default:
+		return ErrEventQueueFull
+	}
+}
+
+// write is the data channel's one writer.
+func (c *Call) write() {
+	defer c.wg.Done()
+	select {
+	case <-c.dcOpen:
+	case <-c.ctx.Done():
+		return
+	}
+	c.mu.Lock()
+	dc := c.dc
+	c.mu.Unlock()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case ev := <-c.events:
+			if err := dc.Send(ev); err != nil {
+				c.cancel(fmt.Errorf("%w: data channel: %v", ErrICEFailed, err))
+				return
+			}
+		}
+	}
+}
+
+// Play queues reply audio (24 kHz); it blocks while MaxBuffered samples wait (backpressure)
+// until there is room, ctx ends or the call ends.
+func (c *Call) Play(ctx context.Context, pcm []float32) error {
+	for len(pcm) > 0 {
+		c.mu.Lock()
+		room := c.h.MaxBuffered - len(c.pending)
+		if room > 0 {
+			n := min(room, len(pcm))
+			c.pending = append(c.pending, pcm[:n]...)
+			pcm = pcm[n:]
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.space:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return context.Cause(c.ctx)
+		}
+	}
+	return nil
+}
+
+// Clear drops the reply audio not yet played and returns Played.
+func (c *Call) Clear() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = c.pending[:0]
+	c.signalSpace()
+	return c.played
+}
+
+// Played is how many samples (24 kHz) of the audio given to Play went out, in total.
+func (c *Call) Played() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.played
+}
+
+// Buffered is how many samples wait to be played.
+func (c *Call) Buffered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+func (c *Call) signalSpace() {
+	select {
+	case c.space <- struct{}{}:
+	default:
+	}
+}
+
+// pace is the one pacer: every 20 ms it takes 480 samples of reply audio, resamples them to
+// 48 kHz, encodes one Opus packet and writes it to the track.
+func (c *Call) pace() {
+	defer c.wg.Done()
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		c.cancel(err)
+		return
+	}
+	defer enc.Close()
+	up, _ := audio.NewResampler(OutputRate, opus.SampleRate)
+	var acc []float32
+	started := false
+	tick := time.NewTicker(frame)
+	defer tick.Stop()
+	chunk := make([]float32, outFrame)
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		n := copy(chunk, c.pending)
+		c.pending = c.pending[:copy(c.pending, c.pending[n:])]
+		c.played += int64(n)
+		if n > 0 {
+			c.signalSpace()
+		}
+		c.mu.Unlock()
+		if n == 0 {
+			if started {
+				started = false
+				up.Reset()
+				acc = acc[:0]
+				if c.h.Output != nil {
+					c.h.Output(false)
+				}
+			}
+			continue
+		}
+		if !started {
+			started = true
+			if c.h.Output != nil {
+				c.h.Output(true)
+			}
+		}
+		clear(chunk[n:])
+		acc = append(acc, up.Process(chunk)...)
+		for len(acc) < opus.FrameSamples {
+			acc = append(acc, 0) // the resampler's delay at the start
+		}
+		pkt, err := enc.Encode(audio.Float32ToInt16(acc[:opus.FrameSamples]))
+		acc = append(acc[:0], acc[opus.FrameSamples:]...)
+		if err != nil {
+			continue
+		}
+		if err := c.track.WriteSample(media.Sample{Data: pkt, Duration: frame}); err != nil {
+			continue
+		}
+	}
+}

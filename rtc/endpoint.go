@@ -1,0 +1,145 @@
+package rtc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/webrtc/v4"
+)
+
+// Config is an Endpoint's network and timing. The zero value works on localhost.
+type Config struct {
+	// PortMin..PortMax is the UDP port range for ICE (0, 0 = any ephemeral port).
+	PortMin, PortMax uint16
+	// PublicIPs are advertised as host candidates instead of the local ones (NAT 1:1).
+	PublicIPs []string
+	// UDPMuxPort, when set, serves every call's ICE over this one UDP port.
+	UDPMuxPort int
+	// TCPMuxPort, when set, also offers ICE-TCP on this one TCP port.
+	TCPMuxPort int
+	// ICEServers (STUN/TURN) are handed to each peer connection.
+	ICEServers []webrtc.ICEServer
+	// NoLoopback drops loopback candidates (kept by default so localhost works).
+	NoLoopback bool
+	// ConnectTimeout: a call whose ICE has not connected by then is closed (default 15 s).
+	ConnectTimeout time.Duration
+	// DisconnectedTimeout, FailedTimeout: pion's ICE timeouts (defaults 5 s and 10 s); a call
+	// is closed when ICE fails, so a vanished peer releases its call within their sum.
+	DisconnectedTimeout, FailedTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 15 * time.Second
+	}
+	if c.DisconnectedTimeout <= 0 {
+		c.DisconnectedTimeout = 5 * time.Second
+	}
+	if c.FailedTimeout <= 0 {
+		c.FailedTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Endpoint answers SDP offers with calls; it owns the shared muxes.
+type Endpoint struct {
+	cfg    Config
+	api    *webrtc.API
+	closer []func() error
+}
+
+// NewEndpoint builds the pion API: Opus, default interceptors (NACK, RTCP reports), and a
+// SettingEngine from cfg.
+func NewEndpoint(cfg Config) (*Endpoint, error) {
+	cfg = cfg.withDefaults()
+	e := &Endpoint{cfg: cfg}
+	m := &webrtc.MediaEngine{}
+	if err := m.RegisterCodec(webrtc.RTPCodecParameters{
+		RTPCodecCapability: opusCapability, PayloadType: 111,
+	}, webrtc.RTPCodecTypeAudio); err != nil {
+		return nil, err
+	}
+	ir := &interceptor.Registry{}
+	if err := webrtc.RegisterDefaultInterceptors(m, ir); err != nil {
+		return nil, err
+	}
+	se := webrtc.SettingEngine{}
+	if cfg.PortMin != 0 || cfg.PortMax != 0 {
+		if err := se.SetEphemeralUDPPortRange(cfg.PortMin, cfg.PortMax); err != nil {
+			return nil, fmt.Errorf("%w: port range: %v", ErrConfig, err)
+		}
+	}
+	if len(cfg.PublicIPs) > 0 {
+		se.SetNAT1To1IPs(cfg.PublicIPs, webrtc.ICECandidateTypeHost)
+	}
+	se.SetIncludeLoopbackCandidate(!cfg.NoLoopback)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetICETimeouts(cfg.DisconnectedTimeout, cfg.FailedTimeout, 2*time.Second)
+	networks := []webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6}
+	if cfg.UDPMuxPort != 0 {
+		mux, err := ice.NewMultiUDPMuxFromPort(cfg.UDPMuxPort)
+		if err != nil {
+			return nil, fmt.Errorf("%w: UDP mux on %d: %v", ErrConfig, cfg.UDPMuxPort, err)
+		}
+		se.SetICEUDPMux(mux)
+		e.closer = append(e.closer, mux.Close)
+	}
+	if cfg.TCPMuxPort != 0 {
+		l, err := net.ListenTCP("tcp", &net.TCPAddr{Port: cfg.TCPMuxPort})
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("%w: ICE-TCP on %d: %v", ErrConfig, cfg.TCPMuxPort, err)
+		}
+		mux := webrtc.NewICETCPMux(nil, l, 8)
+		se.SetICETCPMux(mux)
+		e.closer = append(e.closer, mux.Close)
+		networks = append(networks, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
+	}
+	se.SetNetworkTypes(networks)
+	e.api = webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(ir), webrtc.WithSettingEngine(se))
+	return e, nil
+}
+
+// Close releases the shared muxes (calls must be closed first).
+func (e *Endpoint) Close() error {
+	var errs []error
+	for _, c := range e.closer {
+		errs = append(errs, c())
+	}
+	e.closer = nil
+	return errors.Join(errs...)
+}
+
+var opusCapability = webrtc.RTPCodecCapability{
+	MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2,
+	SDPFmtpLine: "minptime=10;useinbandfec=1",
+}
+
+// Answer validates offer, makes the call's peer connection and returns the SDP answer (ICE
+// gathering complete: no trickle) and the running Call. h's functions are called from the
+// call's goroutines (see Handlers).
+func (e *Endpoint) Answer(ctx context.Context, offer string, h Handlers) (string, *Call, error) {
+	if err := ValidateOffer(offer); err != nil {
+		return "", nil, err
+	}
+	pc, err := e.api.NewPeerConnection(webrtc.Configuration{ICEServers: e.cfg.ICEServers})
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := newCall(e.cfg, pc, h)
+	if err != nil {
+		pc.Close()
+		return "", nil, err
+	}
+	answer, err := c.negotiate(ctx, offer)
+	if err != nil {
+		c.Close()
+		return "", nil, err
+	}
+	return answer, c, nil
+}
