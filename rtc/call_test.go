@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -405,4 +408,52 @@ func TestAnswerRefusesOfferWithoutOpus(t *testing.T) {
 	if _, _, err := ep.Answer(context.Background(), noAudio, Handlers{}); !errors.Is(err, ErrNoAudio) {
 		t.Fatalf("Answer: %v, want ErrNoAudio", err)
 	}
+}
+
+func TestCallPeerVanishes(t *testing.T) {
+	leakCheck(t)
+	ep, cl, o, call := connect(t, Config{DisconnectedTimeout: 300 * time.Millisecond, FailedTimeout: 600 * time.Millisecond})
+	defer ep.Close()
+	cl.close() // the peer disappears without a word
+	<-call.Done()
+	if err := <-o.closed; !errors.Is(err, ErrICEFailed) {
+		t.Fatalf("Closed: %v, want ErrICEFailed", err)
+	}
+}
+
+func TestCallOverUDPAndTCPMux(t *testing.T) {
+	leakCheck(t)
+	udp, tcp := freePort(t, "udp"), freePort(t, "tcp")
+	ep, cl, _, call := connect(t, Config{UDPMuxPort: udp, TCPMuxPort: tcp, PublicIPs: []string{"127.0.0.1"}})
+	defer ep.Close()
+	defer cl.close()
+	sdp := call.pc.LocalDescription().SDP
+	if !strings.Contains(sdp, fmt.Sprintf(" %d typ host", udp)) || !strings.Contains(sdp, fmt.Sprintf(" %d typ host tcptype passive", tcp)) {
+		t.Fatalf("answer does not advertise the mux ports %d/udp %d/tcp:\n%s", udp, tcp, sdp)
+	}
+	if err := call.Send([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-cl.msgs; string(m) != "hi" {
+		t.Fatalf("got %q", m)
+	}
+	call.Close()
+}
+
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
