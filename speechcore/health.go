@@ -177,7 +177,14 @@ func modelHealth(id string, st ModelStats, digests map[string]*string) ModelHeal
 	return m
 }
 
+// serveHealth is GET /v1/speech/health. With nothing mounted it answers 503
+// speech_assets_not_mounted like the other speech doors (reference/000); before warm-up it reports
+// warm:false (a load balancer's readiness is GET /health/ready).
 func (s *Service) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if s.Mount == nil {
+		s.refuse(w, ErrNotMounted)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(s.Health())

@@ -96,9 +96,10 @@ func TestGuardAndFallbackRoutes(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/speech/health", nil))
-	var h Health
-	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil || h.Device == nil || *h.Device != "cpu" {
-		t.Errorf("speech health with the runtime open: %s", rec.Body.String())
+	var f ErrorFrame
+	json.Unmarshal(rec.Body.Bytes(), &f)
+	if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
+		t.Errorf("speech health with nothing mounted: %d %s, want 503 speech_assets_not_mounted", rec.Code, rec.Body.String())
 	}
 }
 

@@ -36,6 +36,9 @@ type Config struct {
 	MaxSessions int
 	// Sockets is the hijacked-socket registry shared with the rest of the server (default: a new one).
 	Sockets *Sockets
+	// Peers lets several nodes serve one half-duplex transcript (TranscriptDoor); nil:
+	// transcripts are this node's alone. SetPeers sets it after New.
+	Peers Peers
 	// AllowOrigins are the browser origins (coder/websocket OriginPatterns: host globs, or
 	// scheme://host globs) allowed to open speech sockets besides the server's own; any other
 	// Origin is refused 403 origin_not_allowed before the upgrade. Clients without an Origin
@@ -197,6 +200,10 @@ func (s *Service) Close() error {
 
 // Mounted reports whether a verified mount is open.
 func (s *Service) Mounted() bool { return s.Mount != nil }
+
+// SetPeers lets several nodes serve one half-duplex transcript (Config.Peers); call it before
+// Start.
+func (s *Service) SetPeers(p Peers) { s.cfg.Peers = p }
 
 // Warm reports whether every model has loaded and run its warm-up pass.
 func (s *Service) Warm() bool { return s.warm.Load() }

@@ -36,6 +36,9 @@ const (
 var (
 	ErrTranscriptNotFound = &Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
 		Message: "no open transcript has this id: open one with POST /v1/audio/transcript"}
+	// ErrTranscriptNodeGone: the node that held the transcript is gone (it was stopped or died).
+	ErrTranscriptNodeGone = &Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
+		Message: "the node that held this transcript is gone, and its audio with it: open a new one with POST /v1/audio/transcript"}
 	ErrTranscriptClosed = &Refusal{Status: http.StatusConflict, Name: "transcript_closed",
 		Message: "this transcript was closed (DELETE); open a new one with POST /v1/audio/transcript"}
 	ErrTranscriptExpired = &Refusal{Status: http.StatusGone, Name: "transcript_expired",
@@ -43,6 +46,20 @@ var (
 	ErrTranscriptLimit = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
 		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
 )
+
+// Peers lets any node serve a transcript opened on another (several nodes behind one load
+// balancer): a transcript's id names the node that holds its decode state, and a request for
+// another node's transcript is forwarded there. package cluster implements it.
+type Peers interface {
+	// NodeID is this node's id (a-z, 0-9, -; no dots), embedded in the ids of its transcripts.
+	NodeID() string
+	// Forward serves r on node, the owner of the transcript it names, answering the client
+	// itself: when node is gone it answers transcript_not_found.
+	Forward(w http.ResponseWriter, r *http.Request, node string)
+}
+
+// ForwardedHeader marks a request that a peer forwarded (cluster.ForwardedHeader).
+const ForwardedHeader = "X-Voiced-Forwarded-By"
 
 // TranscriptDoor serves the half-duplex streaming transcript (reference/001):
 // POST /v1/audio/transcript opens one, POST /v1/audio/transcript/{id} pushes raw PCM16LE mono
@@ -156,7 +173,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	_, _, guard, cut := d.limits()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transcript{
-		id: newTranscriptID(), engine: engine, observe: d.svc.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
+		id: d.newID(), engine: engine, observe: d.svc.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		lastUsed: time.Now(),
 	}
@@ -176,6 +193,9 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 
 // Push answers POST /v1/audio/transcript/{id}.
 func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
+	if d.forwarded(w, r) {
+		return
+	}
 	d.sweep()
 	t, refusal := d.find(r.PathValue("id"))
 	if refusal != nil {
@@ -239,6 +259,9 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 // decoded, and the whole text is answered. duration is 0: a close puts no new audio before the
 // decoder (the squelch's held lead is silence and is dropped).
 func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
+	if d.forwarded(w, r) {
+		return
+	}
 	id := r.PathValue("id")
 	t, refusal := d.find(id)
 	if refusal != nil {
@@ -355,10 +378,48 @@ func (d *TranscriptDoor) sweep() {
 	}
 }
 
-func newTranscriptID() string {
+// newID is a fresh transcript id: tr_<node>.<hex> when the service has Peers (so any node can
+// find the owner), tr_<hex> otherwise.
+func (d *TranscriptDoor) newID() string {
 	var b [16]byte
 	rand.Read(b[:])
+	if p := d.svc.cfg.Peers; p != nil {
+		return "tr_" + p.NodeID() + "." + hex.EncodeToString(b[:])
+	}
 	return "tr_" + hex.EncodeToString(b[:])
+}
+
+// ownerOf is the node named in a transcript id ("" when it names none).
+func ownerOf(id string) string {
+	rest, ok := strings.CutPrefix(id, "tr_")
+	if !ok {
+		return ""
+	}
+	node, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// forwarded hands a request for another node's transcript to that node (Peers.Forward) and
+// reports whether it did. A request a peer already forwarded is never forwarded again: a node
+// that is not the owner answers it transcript_not_found.
+func (d *TranscriptDoor) forwarded(w http.ResponseWriter, r *http.Request) bool {
+	p := d.svc.cfg.Peers
+	if p == nil {
+		return false
+	}
+	owner := ownerOf(r.PathValue("id"))
+	if owner == "" || owner == p.NodeID() {
+		return false
+	}
+	if r.Header.Get(ForwardedHeader) != "" {
+		WriteError(w, ErrTranscriptNotFound)
+		return true
+	}
+	p.Forward(w, r, owner)
+	return true
 }
 
 func (t *transcript) poke() {

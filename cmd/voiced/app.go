@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/voiced/voiced/meter"
@@ -33,8 +35,18 @@ type App struct {
 	// Tickets is the shared ticket store when --ticket-store names one (set by the meter component,
 	// orderStores); nil means the conversation keeps tickets in memory.
 	Tickets session.TicketStore
+	// Peers lets other nodes serve this node's transcripts (set by the cluster component,
+	// orderStores, when --ticket-store names a shared Redis); nil on a single node.
+	Peers speechcore.Peers
+	// listened are called with the listener's address once it is bound (OnListen).
+	listened []func(addr net.Addr, tls bool)
 	// Metrics is the Prometheus registry /metrics serves; components register their collectors on it.
 	Metrics *prometheus.Registry
+
+	// draining is set when shutdown begins: GET /health/ready answers 503 from then on.
+	draining atomic.Bool
+	// readyChecks are what GET /health/ready asks besides the speech core (ReadyCheck).
+	readyChecks []readyCheck
 
 	mux      *http.ServeMux
 	auth     func(http.Handler) http.Handler // set by the auth component
@@ -88,4 +100,26 @@ func requireAuth(a *App, h http.Handler) http.Handler {
 		}
 		a.auth(h).ServeHTTP(w, r)
 	})
+}
+
+// readyCheck is one dependency the readiness probe asks: name is the refusal's name when it fails.
+type readyCheck struct {
+	name  string
+	check func(context.Context) error
+}
+
+// ReadyCheck adds a dependency GET /health/ready asks (a store's ping); when check fails the
+// probe answers 503 with name. Call it from a component's start.
+func (a *App) ReadyCheck(name string, check func(context.Context) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.readyChecks = append(a.readyChecks, readyCheck{name, check})
+}
+
+// OnListen adds a hook called once the listener is bound, with its address (a component that
+// must tell others where this node is, when no address was configured).
+func (a *App) OnListen(fn func(addr net.Addr, tls bool)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.listened = append(a.listened, fn)
 }

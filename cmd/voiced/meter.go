@@ -66,6 +66,7 @@ func init() {
 				closers = append(closers, store.Close)
 				m = meter.New(store, meter.Config{QuotaSecondsPerDay: quota, Log: app.Log.With("component", "meter")})
 				app.Meter = m
+				app.ReadyCheck("meter_store_unavailable", m.Ping)
 				app.Metrics.MustRegister(m.Collectors()...)
 				if ticketStore != "" {
 					rt, err := session.OpenRedisTickets(openCtx, ticketStore)
@@ -74,6 +75,7 @@ func init() {
 					}
 					closers = append(closers, rt.Close)
 					app.Tickets = rt
+					app.ReadyCheck("ticket_store_unavailable", rt.Ping)
 				}
 				app.Handle("GET /v1/usage", m.UsageHandler())
 				app.Handle("GET /metrics", promhttp.HandlerFor(app.Metrics, promhttp.HandlerOpts{}))

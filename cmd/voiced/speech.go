@@ -35,6 +35,9 @@ func init() {
 				return err
 			},
 			start: func(ctx context.Context, app *App) error {
+				if app.Peers != nil { // the cluster starts first (orderStores)
+					svc.SetPeers(app.Peers)
+				}
 				if app.Meter != nil { // the meter starts first (orderStores); the raw doors meter under the service principal
 					svc.SetUsage(app.Meter)
 				}
