@@ -18,7 +18,10 @@ export VOICED_SILERO_TESTFILES ?= $(SILERO_DIR)/testfiles
 export VOICED_SHARED_DATA ?= $(abspath $(CURDIR)/../shared/data)
 export VOICED_BIN ?= $(CURDIR)/bin/voiced
 
-LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_LIB) -X main.defaultSileroModel=$(SILERO_DIR)/testfiles/silero_vad.onnx
+# Where the built binary looks by default at run time (the image build names its own paths).
+ORT_RUNTIME_LIB ?= $(ORT_LIB)
+SILERO_RUNTIME_MODEL ?= $(SILERO_DIR)/testfiles/silero_vad.onnx
+LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_RUNTIME_LIB) -X main.defaultSileroModel=$(SILERO_RUNTIME_MODEL)
 
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
@@ -53,6 +56,7 @@ run: build
 test: build node-deps
 	$(GO) vet ./...
 	eval "$$(scripts/test-services.sh 2>/dev/null || true)"; $(GO) test -race -count=1 -timeout 20m ./...
+	cd deploy && $(GO) test -count=1 ./...
 
 # The openai npm package for tests/node (offline: the node tests skip with a message when it is missing).
 node-deps:
