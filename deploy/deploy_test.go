@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	dfparser "github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -256,5 +257,53 @@ func TestAlertRules(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s has no rules", f)
 		}
+	}
+}
+
+// TestDockerfile: the Dockerfile parses with BuildKit's own parser and linter rules, and its build
+// stage runs the same make targets as CI (.ci/run: make setup; make test builds with make build),
+// so what CI proves is what the image is built from.
+func TestDockerfile(t *testing.T) {
+	f, err := os.Open("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := dfparser.Parse(f)
+	if err != nil {
+		t.Fatalf("Dockerfile: %v", err)
+	}
+	for _, w := range res.Warnings {
+		t.Errorf("Dockerfile: %s", w.Short)
+	}
+	var runs []string
+	stages, user, entry := 0, "", ""
+	for _, n := range res.AST.Children {
+		switch strings.ToLower(n.Value) {
+		case "from":
+			stages++
+		case "run":
+			runs = append(runs, n.Original)
+		case "user":
+			user = n.Next.Value
+		case "entrypoint":
+			entry = n.Original
+		}
+	}
+	all := strings.Join(runs, "\n")
+	ci, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"make setup", "make build"} {
+		if !strings.Contains(all, target) {
+			t.Errorf("the Dockerfile does not run %q", target)
+		}
+	}
+	if !strings.Contains(string(ci), "make setup") {
+		t.Error(".ci/run no longer runs make setup: the image and CI would build differently")
+	}
+	if stages < 2 || user == "" || user == "root" || user == "0" || !strings.Contains(entry, "voiced") {
+		t.Errorf("want a multi-stage build running voiced as a non-root user: %d stages, USER %q, %s", stages, user, entry)
 	}
 }
