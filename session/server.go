@@ -30,8 +30,9 @@ const (
 	DefaultMaxConversations = 4
 	// DefaultMaxPerTenant: two per org (or per subject when the token names no org).
 	DefaultMaxPerTenant = 2
-	// DefaultSessionLimit is the audio a conversation may carry before it is closed (SPEC §6).
-	DefaultSessionLimit = 600 * time.Second
+	// DefaultSessionLimit is the audio a conversation may carry before it is closed: OpenAI's 60
+	// minutes, so an agent built for OpenAI's limits (LiveKit, a phone agent) is not cut early.
+	DefaultSessionLimit = 60 * time.Minute
 	// DefaultIdleTimeout closes a conversation that sent nothing for this long.
 	DefaultIdleTimeout = 120 * time.Second
 	// ReadLimit bounds one client event: an append may carry 15 MiB of audio. A bigger event is

@@ -434,6 +434,15 @@ func TestCommitAudioTurn(t *testing.T) {
 	if got["content"].([]any)[0].(map[string]any)["transcript"] != "what time is it" {
 		t.Fatalf("retrieved %v", got)
 	}
+	// Unknown items: OpenAI's codes, and the client's event_id back (Pipecat reads the item id
+	// from "rci_<item_id>" and ends its session on any other code).
+	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": "item_gone", "event_id": "rci_item_gone"})
+	e := c.expectError("item_retrieve_invalid_item_id")
+	if e["event_id"] != "rci_item_gone" {
+		t.Errorf("retrieve error %v: want the client's event_id", e)
+	}
+	c.send(map[string]any{"type": "conversation.item.delete", "item_id": "item_gone"})
+	c.expectError("item_delete_invalid_item_id")
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 

@@ -418,7 +418,7 @@ func TestServeFromEnvironment(t *testing.T) {
 
 func TestServeInsecureNoAuth(t *testing.T) {
 	srv := startServer(t, baseEnv(t), "--insecure-no-auth")
-	if r := request(t, http.DefaultClient, "GET", "http://"+srv.addr+"/v1/speech/health", ""); r.status != 200 {
+	if r := request(t, http.DefaultClient, "GET", "http://"+srv.addr+"/v1/usage", ""); r.status != 200 {
 		t.Errorf("--insecure-no-auth: status %d, want 200", r.status)
 	}
 	if code := srv.stop(syscall.SIGTERM); code != 0 {
