@@ -88,6 +88,9 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 		c.sendError(err)
 		return
 	}
+	if len(u.Session.Ignored) > 0 {
+		c.log.Warn("session.update fields accepted but not applied", "fields", u.Session.Ignored)
+	}
 	c.sessionSeen = true
 	if d != c.dialect {
 		c.dialect = d
