@@ -1008,7 +1008,7 @@ func TestOutOfBandResponse(t *testing.T) {
 	}
 	itemID := done["output"].([]any)[0].(map[string]any)["id"]
 	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": itemID})
-	c.expectError(wire.CodeInvalidValue)
+	c.expectError(wire.CodeRetrieveInvalidItemID)
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 
