@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
@@ -218,7 +219,7 @@ func TestSubprotocolTicketAndEcho(t *testing.T) {
 
 func TestOriginChecked(t *testing.T) {
 	leakCheck(t)
-	ts := newTestServer(t, Config{AllowOrigins: []string{"https://app.example.com", "*.trusted.test"}})
+	ts := newTestServer(t, Config{Origins: door.MustOrigins("https://app.example.com", "*.trusted.test")})
 	tests := map[string]struct {
 		origin string
 		ok     bool

@@ -31,18 +31,6 @@ func (s *Service) Summary() Summary {
 	return sum
 }
 
-// VoiceHealth is the voice section of /health and the body of /v1/voice/health.
-type VoiceHealth struct {
-	OK       bool `json:"ok"`
-	Busy     int  `json:"busy"`
-	Capacity int  `json:"capacity"`
-}
-
-// VoiceReporter reports the realtime conversations' capacity; the session package satisfies it.
-type VoiceReporter interface {
-	VoiceHealth() VoiceHealth
-}
-
 // Health is /v1/speech/health, in the shape of reference/000 with vad beside transcription and
 // synthesis. Figures this process has not measured are zero or null, never invented.
 type Health struct {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/runtime"
 )
 
@@ -89,7 +90,7 @@ func TestGuardAndFallbackRoutes(t *testing.T) {
 		t.Run(pattern, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-			var f ErrorFrame
+			var f door.ErrorFrame
 			json.Unmarshal(rec.Body.Bytes(), &f)
 			if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
 				t.Errorf("%s: %d %+v, want 503 speech_assets_not_mounted", pattern, rec.Code, f)
@@ -98,7 +99,7 @@ func TestGuardAndFallbackRoutes(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/speech/health", nil))
-	var f ErrorFrame
+	var f door.ErrorFrame
 	json.Unmarshal(rec.Body.Bytes(), &f)
 	if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
 		t.Errorf("speech health with nothing mounted: %d %s, want 503 speech_assets_not_mounted", rec.Code, rec.Body.String())

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/squelch"
@@ -34,16 +35,16 @@ const (
 
 // Refusals of /v1/audio/transcript, by name.
 var (
-	ErrTranscriptNotFound = &Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
+	ErrTranscriptNotFound = &door.Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
 		Message: "no open transcript has this id: open one with POST /v1/audio/transcript"}
 	// ErrTranscriptNodeGone: the node that held the transcript is gone (it was stopped or died).
-	ErrTranscriptNodeGone = &Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
+	ErrTranscriptNodeGone = &door.Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
 		Message: "the node that held this transcript is gone, and its audio with it: open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptClosed = &Refusal{Status: http.StatusConflict, Name: "transcript_closed",
+	ErrTranscriptClosed = &door.Refusal{Status: http.StatusConflict, Name: "transcript_closed",
 		Message: "this transcript was closed (DELETE); open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptExpired = &Refusal{Status: http.StatusGone, Name: "transcript_expired",
+	ErrTranscriptExpired = &door.Refusal{Status: http.StatusGone, Name: "transcript_expired",
 		Message: "this transcript was idle too long and was closed; open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptLimit = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
+	ErrTranscriptLimit = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
 		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
 )
 
@@ -88,7 +89,7 @@ type TranscriptDoor struct {
 }
 
 type tomb struct {
-	why *Refusal
+	why *door.Refusal
 	at  time.Time
 }
 
@@ -152,14 +153,14 @@ func (d *TranscriptDoor) limits() (limit, idle time.Duration, guard, cut int) {
 func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	engine := d.svc.Whisper
 	if engine == nil {
-		WriteError(w, ErrNotWarm)
+		door.WriteError(w, ErrNotWarm)
 		return
 	}
 	d.sweep()
 	model, err := d.squelchModel()
 	if err != nil {
 		d.svc.log.Error("transcript: load squelch", "err", err)
-		WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	cfg := d.Squelch
@@ -167,7 +168,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	sq, err := squelch.New(cfg)
 	if err != nil {
 		d.svc.log.Error("transcript: squelch", "err", err)
-		WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	_, _, guard, cut := d.limits()
@@ -182,7 +183,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		d.mu.Unlock()
 		cancel()
 		sq.Close()
-		WriteError(w, ErrShuttingDown)
+		door.WriteError(w, door.ErrShuttingDown)
 		return
 	}
 	d.sessions[t.id] = t
@@ -199,40 +200,40 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 	d.sweep()
 	t, refusal := d.find(r.PathValue("id"))
 	if refusal != nil {
-		WriteError(w, refusal)
+		door.WriteError(w, refusal)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, FrameLimit+1))
 	if err != nil {
-		WriteError(w, Refuse(ErrBadForm, "reading the body failed: "+err.Error()))
+		door.WriteError(w, door.Refuse(ErrBadForm, "reading the body failed: "+err.Error()))
 		return
 	}
 	if len(body) > FrameLimit {
-		WriteError(w, Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept"))
+		door.WriteError(w, door.Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept"))
 		return
 	}
 	pcm, err := audio.PCM16ToFloat32(body)
 	if err != nil {
-		WriteError(w, Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
+		door.WriteError(w, door.Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
 		return
 	}
 	limit, _, _, _ := d.limits()
 	t.mu.Lock()
 	if t.sq == nil { // closed between find and here
 		t.mu.Unlock()
-		WriteError(w, ErrTranscriptClosed)
+		door.WriteError(w, ErrTranscriptClosed)
 		return
 	}
 	if t.pushed+int64(len(pcm)) > int64(limit.Seconds()*audio.WhisperSampleRate) {
 		t.mu.Unlock()
-		WriteError(w, ErrTranscriptLimit)
+		door.WriteError(w, ErrTranscriptLimit)
 		return
 	}
 	admitted, err := t.sq.Push(pcm)
 	if err != nil {
 		t.mu.Unlock()
 		d.svc.log.Error("transcript: squelch push", "id", t.id, "err", err)
-		WriteError(w, Refuse(ErrTranscriptionFailed, "the squelch failed on this push; it was not taken"))
+		door.WriteError(w, door.Refuse(ErrTranscriptionFailed, "the squelch failed on this push; it was not taken"))
 		return
 	}
 	t.pushed += int64(len(pcm))
@@ -265,13 +266,13 @@ func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	t, refusal := d.find(id)
 	if refusal != nil {
-		WriteError(w, refusal)
+		door.WriteError(w, refusal)
 		return
 	}
 	d.mu.Lock()
 	if d.sessions[id] != t { // a concurrent DELETE won
 		d.mu.Unlock()
-		WriteError(w, ErrTranscriptClosed)
+		door.WriteError(w, ErrTranscriptClosed)
 		return
 	}
 	delete(d.sessions, id)
@@ -279,7 +280,7 @@ func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
 	d.mu.Unlock()
 	text, err := t.finish(r.Context(), d.svc)
 	if err != nil {
-		WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: 0})
@@ -310,7 +311,7 @@ func (d *TranscriptDoor) openCount() int {
 	return len(d.sessions)
 }
 
-func (d *TranscriptDoor) find(id string) (*transcript, *Refusal) {
+func (d *TranscriptDoor) find(id string) (*transcript, *door.Refusal) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.sessions[id]; ok {
@@ -415,7 +416,7 @@ func (d *TranscriptDoor) forwarded(w http.ResponseWriter, r *http.Request) bool 
 		return false
 	}
 	if r.Header.Get(ForwardedHeader) != "" {
-		WriteError(w, ErrTranscriptNotFound)
+		door.WriteError(w, ErrTranscriptNotFound)
 		return true
 	}
 	p.Forward(w, r, owner)

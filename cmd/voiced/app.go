@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
@@ -25,11 +27,13 @@ type App struct {
 	// Speech is the speech service (set by the speech component, orderSpeech). Doors that need
 	// the mount wrap themselves with Speech.Guard.
 	Speech *speechcore.Service
+	// Origins is --allow-origin, parsed once: the one origin policy of every socket and browser route.
+	Origins door.Origins
 	// Sockets tracks hijacked WebSocket connections for graceful shutdown (same as Speech.Sockets).
-	Sockets *speechcore.Sockets
+	Sockets *door.Sockets
 	// Voice reports the conversations' capacity for /health (set by the conversation component;
 	// nil reports ok:false, busy:0, capacity:0).
-	Voice speechcore.VoiceReporter
+	Voice door.VoiceReporter
 	// Meter keeps seconds heard and spoken (set by the meter component, orderStores).
 	Meter *meter.Meter
 	// Tickets is the shared ticket store when --ticket-store names one (set by the meter component,
@@ -95,7 +99,7 @@ func requireAuth(a *App, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.auth == nil {
 			// No auth component ran: refuse rather than serve open.
-			speechcore.WriteError(w, errUnauthorized)
+			door.WriteError(w, errUnauthorized)
 			return
 		}
 		a.auth(h).ServeHTTP(w, r)

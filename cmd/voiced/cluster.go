@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/cluster"
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 )
 
@@ -128,6 +129,6 @@ func (p peers) Forward(w http.ResponseWriter, r *http.Request, owner string) {
 			// Announced but unreachable: it died within its TTL, or the network split.
 			p.log.Warn("cluster: forwarding to the transcript's node failed", "node", owner, "err", err.Error())
 		}
-		speechcore.WriteError(w, speechcore.ErrTranscriptNodeGone)
+		door.WriteError(w, speechcore.ErrTranscriptNodeGone)
 	})
 }

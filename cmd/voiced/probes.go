@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 )
 
@@ -36,7 +37,7 @@ func serveLive(w http.ResponseWriter, r *http.Request) {
 func (a *App) serveReady(w http.ResponseWriter, r *http.Request) {
 	if err := a.ready(r.Context()); err != nil {
 		w.Header().Set("Cache-Control", "no-store")
-		speechcore.WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	writeProbe(w, map[string]string{"status": "ready"})
@@ -45,7 +46,7 @@ func (a *App) serveReady(w http.ResponseWriter, r *http.Request) {
 // ready returns why this node should not be sent new work, nil when it should.
 func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
-		return speechcore.ErrShuttingDown
+		return door.ErrShuttingDown
 	}
 	if a.Speech == nil {
 		return speechcore.ErrNotMounted
@@ -62,7 +63,7 @@ func (a *App) ready(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			a.Log.Warn("readiness check failed", "check", c.name, "err", err.Error())
-			return speechcore.NewRefusal(http.StatusServiceUnavailable, c.name, "a store this node needs does not answer; see the server log")
+			return door.NewRefusal(http.StatusServiceUnavailable, c.name, "a store this node needs does not answer; see the server log")
 		}
 	}
 	return nil

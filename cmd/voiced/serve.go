@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 )
 
@@ -25,6 +26,7 @@ type serverConfig struct {
 	tlsKey        string
 	shutdownGrace time.Duration
 	drainDelay    time.Duration
+	allowOrigin   string
 	logFormat     string
 	logLevel      string
 }
@@ -35,6 +37,7 @@ func (c *serverConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long open sessions may finish before they are cancelled")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, how long the listener stays open (GET /health/ready answering 503, new conversations refused) before it closes, so a load balancer sees the drain; part of --shutdown-grace")
+	fs.StringVar(&c.allowOrigin, "allow-origin", "", "comma-separated browser origins (https://app.example.com, https://*.example.com) or host patterns (*.example.com) allowed to open a socket or call a browser route; a page from this host is always allowed")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 }
@@ -126,10 +129,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if cfg.drainDelay < 0 || cfg.drainDelay > cfg.shutdownGrace {
 		return fail("configuration refused", fmt.Errorf("--drain-delay %v must be between 0 and --shutdown-grace %v", cfg.drainDelay, cfg.shutdownGrace))
 	}
+	origins, err := door.ParseOrigins(splitList(cfg.allowOrigin))
+	if err != nil {
+		return fail("configuration refused", err)
+	}
 	app := &App{
+		Origins: origins,
 		Version: version,
 		Log:     log,
-		Sockets: speechcore.NewSockets(),
+		Sockets: door.NewSockets(),
 		Metrics: newMetricsRegistry(),
 		mux:     http.NewServeMux(),
 		flagSet: fs,
@@ -256,8 +264,8 @@ func (a *App) serveFallback(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	speechPath := p == "/v1/voice" || strings.HasPrefix(p, "/v1/voice/") || strings.HasPrefix(p, "/v1/realtime")
 	if speechPath && a.Speech != nil && !a.Speech.Mounted() {
-		speechcore.WriteError(w, speechcore.ErrNotMounted)
+		door.WriteError(w, speechcore.ErrNotMounted)
 		return
 	}
-	speechcore.WriteError(w, speechcore.NewRefusal(http.StatusNotFound, "not_found", "no route "+r.Method+" "+p))
+	door.WriteError(w, door.NewRefusal(http.StatusNotFound, "not_found", "no route "+r.Method+" "+p))
 }

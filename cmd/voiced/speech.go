@@ -26,10 +26,7 @@ func init() {
 			validate: func(app *App) error {
 				cfg.Log = app.Log
 				cfg.Sockets = app.Sockets
-				// --allow-origin is registered by the conversation component; every socket door shares it.
-				if f := app.flagSet.Lookup("allow-origin"); f != nil {
-					cfg.AllowOrigins = originHosts(splitList(f.Value.String()))
-				}
+				cfg.Origins = app.Origins // one policy for every socket door (serve parsed --allow-origin)
 				var err error
 				svc, err = speechcore.New(cfg)
 				return err
