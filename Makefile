@@ -26,7 +26,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_RUNTIME_LIB) -
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
 
-.PHONY: setup build run test node-deps test-short bench fuzz vet fmt clean fixture env
+.PHONY: setup build run test node-deps test-short bench soak fuzz vet fmt clean fixture env
 
 setup:
 	scripts/install-deps.sh
@@ -70,6 +70,11 @@ test-short: build
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 	scripts/bench.sh
+
+# The soak (not part of make test): SOAK_DURATION (10m) of SOAK_CONVERSATIONS (4) conversations and
+# the raw doors against a fixture-mounted server; report and plot in var/soak (scripts/soak.sh).
+soak: build
+	scripts/soak.sh
 
 fuzz:
 	@for t in $$(grep -rl 'func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \
