@@ -18,12 +18,15 @@ export VOICED_SILERO_TESTFILES ?= $(SILERO_DIR)/testfiles
 export VOICED_SHARED_DATA ?= $(abspath $(CURDIR)/../shared/data)
 export VOICED_BIN ?= $(CURDIR)/bin/voiced
 
-LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_LIB) -X main.defaultSileroModel=$(SILERO_DIR)/testfiles/silero_vad.onnx
+# Where the built binary looks by default at run time (the image build names its own paths).
+ORT_RUNTIME_LIB ?= $(ORT_LIB)
+SILERO_RUNTIME_MODEL ?= $(SILERO_DIR)/testfiles/silero_vad.onnx
+LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_RUNTIME_LIB) -X main.defaultSileroModel=$(SILERO_RUNTIME_MODEL)
 
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
 
-.PHONY: setup build run test node-deps test-short bench fuzz vet fmt clean fixture env
+.PHONY: setup build run test node-deps test-short bench soak fuzz vet fmt clean fixture env
 
 setup:
 	scripts/install-deps.sh
@@ -53,6 +56,7 @@ run: build
 test: build node-deps
 	$(GO) vet ./...
 	eval "$$(scripts/test-services.sh 2>/dev/null || true)"; $(GO) test -race -count=1 -timeout 20m ./...
+	cd deploy && $(GO) test -count=1 ./...
 
 # The openai npm package for tests/node (offline: the node tests skip with a message when it is missing).
 node-deps:
@@ -66,6 +70,11 @@ test-short: build
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 	scripts/bench.sh
+
+# The soak (not part of make test): SOAK_DURATION (10m) of SOAK_CONVERSATIONS (4) conversations and
+# the raw doors against a fixture-mounted server; report and plot in var/soak (scripts/soak.sh).
+soak: build
+	scripts/soak.sh
 
 fuzz:
 	@for t in $$(grep -rl 'func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \

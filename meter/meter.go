@@ -221,6 +221,16 @@ func (m *Meter) Stats() Stats {
 	return s
 }
 
+// Ping checks that the store answers, when it can tell (a Store with a Ping method); the
+// readiness probe asks it.
+func (m *Meter) Ping(ctx context.Context) error {
+	p, ok := m.store.(interface{ Ping(context.Context) error })
+	if !ok {
+		return nil
+	}
+	return p.Ping(ctx)
+}
+
 // Close stops the ticker and writes what is pending.
 func (m *Meter) Close(ctx context.Context) error {
 	m.mu.Lock()

@@ -65,6 +65,9 @@ type SQL struct {
 
 var _ Store = (*SQL)(nil)
 
+// Ping checks that the database answers (the readiness probe asks it).
+func (s *SQL) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
 // migrations run in order, each once; the applied version is kept in schema_migrations.
 var migrations = []string{
 	`CREATE TABLE IF NOT EXISTS usage_daily (

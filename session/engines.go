@@ -87,11 +87,11 @@ type Engines struct {
 	// partial is what semantic_vad reads.
 	NewTurnDetector func(td wire.TurnDetection, partial Partial) (TurnDetector, error)
 	NewSquelch      func() (Squelch, error)
-	// Ready, when set, is asked before each upgrade: a non-nil error (a *speechcore.Refusal such
+	// Ready, when set, is asked before each upgrade: a non-nil error (a *door.Refusal such
 	// as speech_not_warm) refuses the socket.
 	Ready func() error
 	// Admit, when set, is asked after the credential is verified and before the upgrade (a quota
-	// check): a non-nil error (a *speechcore.Refusal) refuses the socket.
+	// check): a non-nil error (a *door.Refusal) refuses the socket.
 	Admit func(ctx context.Context, p Principal) error
 	// Budget, when set, says how much the principal may still use today (heard + spoken);
 	// limited false means no quota. It is asked when the conversation opens and after each

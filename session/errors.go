@@ -4,35 +4,35 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/door"
 )
 
-// Refusals before the upgrade, by name (speechcore.Refusal: status, name, message safe to show).
+// Refusals before the upgrade, by name (door.Refusal: status, name, message safe to show).
 var (
-	ErrNoCredential = &speechcore.Refusal{Status: http.StatusUnauthorized, Name: "missing_credential",
-		Message: "send a principal JWT (Authorization: Bearer) or a ticket (?ticket=, Authorization: Bearer, or the openai-insecure-api-key.<ticket> subprotocol)"}
-	ErrInvalidToken = &speechcore.Refusal{Status: http.StatusUnauthorized, Name: "invalid_token",
-		Message: "the principal token did not verify (signature, expiry, issuer or audience)"}
-	ErrNoSubject = &speechcore.Refusal{Status: http.StatusUnauthorized, Name: "token_without_subject",
-		Message: "the principal token has no 'sub' claim: seconds heard and spoken must land on a person"}
-	ErrNoOrg = &speechcore.Refusal{Status: http.StatusForbidden, Name: "org_not_permitted",
-		Message: "X-Org-Id names an org the token's signed membership claim does not list"}
-	ErrNoVerifier = &speechcore.Refusal{Status: http.StatusServiceUnavailable, Name: "principal_auth_not_configured",
-		Message: "principal JWTs cannot be verified: start voiced with --jwks (file or URL) or --jwt-secret-file"}
-	ErrTicketInvalid = &speechcore.Refusal{Status: http.StatusUnauthorized, Name: "ticket_invalid",
-		Message: "the ticket is unknown, already used, or expired: ask POST /v1/voice/session for a new one"}
-	ErrTicketTTL = &speechcore.Refusal{Status: http.StatusBadRequest, Name: "invalid_ttl",
+	ErrNoCredential = &door.Refusal{Status: http.StatusUnauthorized, Name: "missing_credential",
+		Message: "send a principal JWT (Authorization: Bearer) or a ticket (?ticket=, Authorization: Bearer, or the openai-insecure-api-key.<ticket> subprotocol)", Reason: door.ReasonAuth}
+	ErrInvalidToken = &door.Refusal{Status: http.StatusUnauthorized, Name: "invalid_token",
+		Message: "the principal token did not verify (signature, expiry, issuer or audience)", Reason: door.ReasonAuth}
+	ErrNoSubject = &door.Refusal{Status: http.StatusUnauthorized, Name: "token_without_subject",
+		Message: "the principal token has no 'sub' claim: seconds heard and spoken must land on a person", Reason: door.ReasonAuth}
+	ErrNoOrg = &door.Refusal{Status: http.StatusForbidden, Name: "org_not_permitted",
+		Message: "X-Org-Id names an org the token's signed membership claim does not list", Reason: door.ReasonAuth}
+	ErrNoVerifier = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "principal_auth_not_configured",
+		Message: "principal JWTs cannot be verified: start voiced with --jwks (file or URL) or --jwt-secret-file", Reason: door.ReasonAuth}
+	ErrTicketInvalid = &door.Refusal{Status: http.StatusUnauthorized, Name: "ticket_invalid",
+		Message: "the ticket is unknown, already used, or expired: ask POST /v1/voice/session for a new one", Reason: door.ReasonAuth}
+	ErrTicketTTL = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_ttl",
 		Message: "the ticket lifetime asked for is outside the allowed range"}
-	ErrBadRequest = &speechcore.Refusal{Status: http.StatusBadRequest, Name: "invalid_request",
+	ErrBadRequest = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_request",
 		Message: "the request body is not valid"}
-	ErrOrigin = &speechcore.Refusal{Status: http.StatusForbidden, Name: "origin_not_allowed",
-		Message: "this browser Origin is not on the server's --allow-origin list"}
-	ErrCapacity = &speechcore.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_conversations",
-		Message: "the server holds as many conversations as it can serve (--max-conversations); retry shortly", RetryAfter: 5 * time.Second}
-	ErrTenantCapacity = &speechcore.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_conversations_for_tenant",
-		Message: "this org holds as many conversations as it may (--max-per-tenant); retry shortly", RetryAfter: 5 * time.Second}
-	ErrNoSpeech = &speechcore.Refusal{Status: http.StatusServiceUnavailable, Name: "speech_not_ready",
-		Message: "the conversation's speech engines are not ready"}
+	ErrOrigin   = door.ErrOriginNotAllowed
+	ErrCapacity = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_conversations",
+		Message: "the server holds as many conversations as it can serve (--max-conversations); retry shortly", RetryAfter: 5 * time.Second, Reason: door.ReasonCap}
+	ErrTenantCapacity = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_conversations_for_tenant",
+		Message: "this org holds as many conversations as it may (--max-per-tenant); retry shortly", RetryAfter: 5 * time.Second,
+		Reason: door.ReasonTenantCap}
+	ErrNoSpeech = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "speech_not_ready",
+		Message: "the conversation's speech engines are not ready", Reason: door.ReasonNotWarm}
 )
 
 // Error codes of our own in realtime error events (clients do not match on these).

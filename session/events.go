@@ -35,14 +35,14 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 		c.createItem(e)
 	case *wire.ConversationItemDelete:
 		if !c.deleteItem(e.ItemID) {
-			c.send(wire.ErrItemNotFound("item_id", e.ItemID, id))
+			c.send(wire.ErrDeleteUnknownItem(e.ItemID, id))
 			return
 		}
 		c.send(wire.ConversationItemDeleted{ItemID: e.ItemID})
 	case *wire.ConversationItemRetrieve:
 		it, ok := c.retrieved(e.ItemID)
 		if !ok {
-			c.send(wire.ErrItemNotFound("item_id", e.ItemID, id))
+			c.send(wire.ErrRetrieveUnknownItem(e.ItemID, id))
 			return
 		}
 		c.send(wire.ConversationItemRetrieved{Item: it})
@@ -87,6 +87,9 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 	if err := next.Apply(u); err != nil {
 		c.sendError(err)
 		return
+	}
+	if len(u.Session.Ignored) > 0 {
+		c.log.Warn("session.update fields accepted but not applied", "fields", u.Session.Ignored)
 	}
 	c.sessionSeen = true
 	if d != c.dialect {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/mind"
-	"github.com/voiced/voiced/speechcore"
 )
 
 // metrics are the conversations' series; Server.Collectors hands them to the registry. They
@@ -26,14 +26,14 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	hist := func(name, help string) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: speechcore.LatencyBuckets})
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: door.LatencyBuckets})
 	}
 	kind := prometheus.Labels{"kind": "conversation"}
 	return &metrics{
-		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: speechcore.MetricSessionsOpen,
-			Help: speechcore.MetricSessionsOpenHelp, ConstLabels: kind}, []string{"door"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: speechcore.MetricSessionsRefused,
-			Help: speechcore.MetricSessionsRefusedHelp, ConstLabels: kind}, []string{"reason"}),
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: door.MetricSessionsOpen,
+			Help: door.MetricSessionsOpenHelp, ConstLabels: kind}, []string{"door"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: door.MetricSessionsRefused,
+			Help: door.MetricSessionsRefusedHelp, ConstLabels: kind}, []string{"reason"}),
 		turnWait: hist("voiced_conversation_turn_wait_seconds",
 			"server_vad/semantic_vad: the end of the user's speech to speech_stopped, in audio time (the silence waited out plus the detector's hangover)."),
 		finalDecode: hist("voiced_conversation_final_decode_seconds",
@@ -51,9 +51,11 @@ func (s *Server) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.open, m.refused, m.turnWait, m.finalDecode, m.mindFirst, m.answer}
 }
 
-// refused counts a handshake refusal by reason and answers it.
-func (s *Server) refuse(w http.ResponseWriter, reason string, err error) {
-	s.metrics.refused.WithLabelValues(reason).Inc()
+// refuse counts a handshake refusal under its reason (door.Refusal.Reason) and answers it.
+func (s *Server) refuse(w http.ResponseWriter, err error) {
+	if reason := door.ReasonFor(err); reason != "" {
+		s.metrics.refused.WithLabelValues(reason).Inc()
+	}
 	writeRefusal(w, err)
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/door"
 )
 
 // Principal is a verified speaker: the seconds they hear and speak are metered to Subject and Org.
@@ -120,7 +120,7 @@ func ReadSecretFile(path string) ([]byte, error) {
 func (v *Verifier) Verify(token, requestedOrg string) (Principal, error) {
 	tok, err := jwt.ParseString(token, v.opts...)
 	if err != nil {
-		return Principal{}, speechcore.Refuse(ErrInvalidToken, "the principal token did not verify: "+safeJWTReason(err))
+		return Principal{}, door.Refuse(ErrInvalidToken, "the principal token did not verify: "+safeJWTReason(err))
 	}
 	if tok.Subject() == "" {
 		return Principal{}, ErrNoSubject

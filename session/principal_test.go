@@ -17,7 +17,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/door"
 )
 
 // rsaKeys returns a signing key (kid "k1") and the public JWKS JSON.
@@ -94,8 +94,8 @@ func TestVerifierJWKS(t *testing.T) {
 			for name, tc := range tests {
 				p, err := v.Verify(signRS(t, key, tc.claims), tc.org)
 				if tc.err != nil {
-					var ref *speechcore.Refusal
-					if !errors.As(err, &ref) || ref.Name != tc.err.(*speechcore.Refusal).Name {
+					var ref *door.Refusal
+					if !errors.As(err, &ref) || ref.Name != tc.err.(*door.Refusal).Name {
 						t.Errorf("%s: err %v, want %v", name, err, tc.err)
 					}
 					continue

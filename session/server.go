@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/mind"
-	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -30,8 +28,9 @@ const (
 	DefaultMaxConversations = 4
 	// DefaultMaxPerTenant: two per org (or per subject when the token names no org).
 	DefaultMaxPerTenant = 2
-	// DefaultSessionLimit is the audio a conversation may carry before it is closed (SPEC §6).
-	DefaultSessionLimit = 600 * time.Second
+	// DefaultSessionLimit is the audio a conversation may carry before it is closed: OpenAI's 60
+	// minutes, so an agent built for OpenAI's limits (LiveKit, a phone agent) is not cut early.
+	DefaultSessionLimit = 60 * time.Minute
 	// DefaultIdleTimeout closes a conversation that sent nothing for this long.
 	DefaultIdleTimeout = 120 * time.Second
 	// ReadLimit bounds one client event: an append may carry 15 MiB of audio. A bigger event is
@@ -45,17 +44,16 @@ const (
 type Config struct {
 	Verifier *Verifier   // nil: principal JWTs are refused (ErrNoVerifier); tickets still work
 	Tickets  TicketStore // nil: an in-memory store
-	// AllowOrigins lists browser origins allowed to open a socket: full origins
-	// ("https://app.example.com") or host patterns ("*.example.com", path.Match syntax); "*"
-	// allows any. A page served by this host is always allowed.
-	AllowOrigins     []string
+	// Origins is the origin policy (--allow-origin, parsed once; door.Origins): a page served by
+	// this host is always allowed.
+	Origins          door.Origins
 	MaxConversations int
 	MaxPerTenant     int
 	TicketTTL        time.Duration
 	SessionLimit     time.Duration // seconds of audio (heard + spoken) before a clean close
 	IdleTimeout      time.Duration
 
-	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (speechcore.Sockets):
+	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
 	// starts, then closes with 1001; its context ends when the grace period does.
 	Sockets SocketTracker
@@ -65,7 +63,7 @@ type Config struct {
 	Now     func() time.Time
 }
 
-// SocketTracker is what graceful shutdown needs of a socket (speechcore.Sockets satisfies it).
+// SocketTracker is what graceful shutdown needs of a socket (door.Sockets satisfies it).
 type SocketTracker interface {
 	Enter(parent context.Context) (ctx context.Context, leave func(), err error)
 	Draining() <-chan struct{}
@@ -78,10 +76,8 @@ type Server struct {
 
 	metrics *metrics // metrics.go
 
-	mu       sync.Mutex
-	open     int
-	byTenant map[string]int
-	wg       sync.WaitGroup // conversations running
+	gate *door.Gate     // --max-conversations, and --max-per-tenant per tenant
+	wg   sync.WaitGroup // conversations running
 }
 
 // New validates cfg, fills the defaults and returns the server.
@@ -119,17 +115,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Engines.Mind == nil {
 		cfg.Engines.Mind = mind.Echo{}
 	}
-	return &Server{cfg: cfg, log: cfg.Log, byTenant: map[string]int{}, metrics: newMetrics()}, nil
+	gate := door.NewGate(cfg.MaxConversations, ErrCapacity).PerKey(cfg.MaxPerTenant, ErrTenantCapacity)
+	return &Server{cfg: cfg, log: cfg.Log, gate: gate, metrics: newMetrics()}, nil
 }
 
 // Wait blocks until every conversation has ended (after the listener closed).
 func (s *Server) Wait() { s.wg.Wait() }
 
 // VoiceHealth reports capacity for /health and /v1/voice/health.
-func (s *Server) VoiceHealth() speechcore.VoiceHealth {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return speechcore.VoiceHealth{OK: s.cfg.Engines.ready() == nil, Busy: s.open, Capacity: s.cfg.MaxConversations}
+func (s *Server) VoiceHealth() door.VoiceHealth {
+	return door.VoiceHealth{OK: s.cfg.Engines.ready() == nil, Busy: s.gate.Open(), Capacity: s.gate.Cap()}
 }
 
 // ServeHealth is GET /v1/voice/health: {ok, busy, capacity}.
@@ -168,7 +163,7 @@ func (s *Server) ttl(seconds float64) (time.Duration, error) {
 	}
 	d := time.Duration(seconds * float64(time.Second))
 	if d < MinTicketTTL || d > MaxTicketTTL {
-		return 0, speechcore.Refuse(ErrTicketTTL, fmt.Sprintf("a ticket may live %d to %d seconds; %g was asked",
+		return 0, door.Refuse(ErrTicketTTL, fmt.Sprintf("a ticket may live %d to %d seconds; %g was asked",
 			int(MinTicketTTL/time.Second), int(MaxTicketTTL/time.Second), seconds))
 	}
 	return d, nil
@@ -178,16 +173,16 @@ func (s *Server) ttl(seconds float64) (time.Duration, error) {
 func readBody(r *http.Request, v any) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
 	if err != nil {
-		return speechcore.Refuse(ErrBadRequest, "the request body could not be read")
+		return door.Refuse(ErrBadRequest, "the request body could not be read")
 	}
 	if len(b) > 1<<20 {
-		return speechcore.Refuse(ErrBadRequest, "the request body is over 1 MiB")
+		return door.Refuse(ErrBadRequest, "the request body is over 1 MiB")
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return speechcore.Refuse(ErrBadRequest, "the request body is not the JSON object expected: "+err.Error())
+		return door.Refuse(ErrBadRequest, "the request body is not the JSON object expected: "+err.Error())
 	}
 	return nil
 }
@@ -202,9 +197,9 @@ func sessionFrom(raw json.RawMessage, d wire.Dialect, model string) (wire.Sessio
 	if err := applySessionObject(&sess, raw, d); err != nil {
 		var we *wire.Error
 		if errors.As(err, &we) {
-			return sess, speechcore.Refuse(ErrBadRequest, we.Message)
+			return sess, door.Refuse(ErrBadRequest, we.Message)
 		}
-		return sess, speechcore.Refuse(ErrBadRequest, "the session object is not valid")
+		return sess, door.Refuse(ErrBadRequest, "the session object is not valid")
 	}
 	return sess, nil
 }
@@ -376,9 +371,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 // {"type":"error","name","message"} (SPEC §9) with OpenAI's {"error":{message,type,code,param}}
 // beside it (code = name), which the OpenAI SDKs parse from the ephemeral-key routes.
 func writeRefusal(w http.ResponseWriter, err error) {
-	var ref *speechcore.Refusal
+	var ref *door.Refusal
 	if !errors.As(err, &ref) {
-		ref = speechcore.NewRefusal(http.StatusInternalServerError, "internal_error", "the server failed this request; see its log")
+		ref = door.NewRefusal(http.StatusInternalServerError, "internal_error", "the server failed this request; see its log")
 	}
 	if ref.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
@@ -408,78 +403,74 @@ func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) {
 
 const apiKeyProtocol = "openai-insecure-api-key."
 
-func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, door string) {
-	if err := s.checkOrigin(r); err != nil {
-		s.refuse(w, speechcore.ReasonOrigin, err)
-		return
-	}
-	if err := s.cfg.Engines.ready(); err != nil {
-		reason := speechcore.ReasonFor(err)
-		if reason == "" {
-			reason = speechcore.ReasonNotWarm
-		}
-		s.refuse(w, reason, err)
-		return
-	}
-	// The global cap is checked before the credential is spent; the tenant cap needs the principal.
-	if s.full() {
-		s.refuse(w, speechcore.ReasonCap, ErrCapacity)
-		return
-	}
-	grant, err := s.authenticate(r)
-	if err != nil {
-		s.refuse(w, speechcore.ReasonAuth, err)
-		return
-	}
-	if admit := s.cfg.Engines.Admit; admit != nil {
-		if err := admit(r.Context(), grant.Principal); err != nil {
-			s.refuse(w, speechcore.ReasonQuota, err)
-			return
-		}
-	}
-	release, err := s.acquire(tenant(grant.Principal))
-	if err != nil {
-		reason := speechcore.ReasonTenantCap
-		if err == ErrCapacity {
-			reason = speechcore.ReasonCap
-		}
-		s.refuse(w, reason, err)
-		return
-	}
-	defer release()
-
-	ctx := context.WithoutCancel(r.Context())
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName string) {
+	var grant Grant
+	kit := door.Kit{Origins: s.cfg.Origins, Refuse: s.refuse}
 	if s.cfg.Sockets != nil {
-		var leave func()
-		ctx, leave, err = s.cfg.Sockets.Enter(ctx)
-		if err != nil {
-			s.refuse(w, speechcore.ReasonShuttingDown, err)
-			return
-		}
-		defer leave()
+		kit.Sockets = s.cfg.Sockets
 	}
-
+	admit := func() (release func(), err error) {
+		grant, release, err = s.Admit(r)
+		return release, err
+	}
 	// Counted before the upgrade, so a Wait that starts once the client has its socket waits for it.
 	s.wg.Add(1)
 	defer s.wg.Done()
-	dialect := wire.DialectFromHandshake(r.Header)
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols:       []string{"realtime"},
-		InsecureSkipVerify: true, // the Origin was checked above against --allow-origin
-	})
-	if err != nil {
-		s.log.Debug("realtime upgrade failed", "err", err)
-		return
+	ctx, conn, done, ok := kit.Upgrade(w, r, admit, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}})
+	if !ok {
+		return // refused by name, or the upgrade failed (Accept answered)
 	}
+	defer done()
 	conn.SetReadLimit(HardReadLimit)
 	model := r.URL.Query().Get("model")
 	if model == "" {
 		model = grant.Model
 	}
-	open := s.metrics.open.WithLabelValues(door)
+	open := s.metrics.open.WithLabelValues(doorName)
 	open.Inc()
 	defer open.Dec()
-	s.Converse(ctx, &wsTransport{conn: conn}, grant, dialect, model)
+	s.Converse(ctx, &wsTransport{conn: conn}, grant, wire.DialectFromHandshake(r.Header), model)
+}
+
+// Admit runs a conversation's admission on a request, the checks every transport shares (the
+// WebSocket handshake, a WebRTC call's offer), in order: the origin, the engines' readiness, the
+// global cap (before the credential is spent), the credential (a ticket is taken once, a JWT
+// verified), the quota, and a slot under the global and the tenant cap. Each refusal is a
+// door.Refusal with its reason; release gives the slot back (once).
+func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error) {
+	if err := s.cfg.Origins.Check(r); err != nil {
+		return Grant{}, nil, err
+	}
+	if err := s.cfg.Engines.ready(); err != nil {
+		return Grant{}, nil, withReason(err, door.ReasonNotWarm)
+	}
+	if s.gate.Full() {
+		return Grant{}, nil, ErrCapacity
+	}
+	grant, err = s.authenticate(r)
+	if err != nil {
+		return Grant{}, nil, withReason(err, door.ReasonAuth)
+	}
+	if admit := s.cfg.Engines.Admit; admit != nil {
+		if err := admit(r.Context(), grant.Principal); err != nil {
+			return Grant{}, nil, withReason(err, door.ReasonQuota)
+		}
+	}
+	release, err = s.gate.Acquire(tenant(grant.Principal))
+	if err != nil {
+		return Grant{}, nil, err
+	}
+	return grant, release, nil
+}
+
+// withReason gives a refusal that names no reason of its own the reason of the step that refused
+// (an engine's readiness, a ticket store's failure); anything else becomes internal_error there.
+func withReason(err error, reason string) error {
+	r := *door.AsRefusal(err)
+	if r.Reason == "" {
+		r.Reason = reason
+	}
+	return &r
 }
 
 // authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a
@@ -513,64 +504,9 @@ func (s *Server) authenticate(r *http.Request) (Grant, error) {
 	}
 }
 
-// checkOrigin refuses a browser Origin that is neither this host nor on the allow list.
-func (s *Server) checkOrigin(r *http.Request) error {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return nil // not a browser
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return ErrOrigin
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return nil
-	}
-	for _, allowed := range s.cfg.AllowOrigins {
-		if allowed == "*" || strings.EqualFold(allowed, origin) {
-			return nil
-		}
-		if ok, _ := path.Match(strings.ToLower(allowed), strings.ToLower(u.Host)); ok {
-			return nil
-		}
-	}
-	return ErrOrigin
-}
-
 func tenant(p Principal) string {
 	if p.Org != "" {
 		return "org:" + p.Org
 	}
 	return "sub:" + p.Subject
-}
-
-func (s *Server) full() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.open >= s.cfg.MaxConversations
-}
-
-// acquire takes a conversation slot for tenant; release gives it back (once).
-func (s *Server) acquire(tenant string) (release func(), err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.open >= s.cfg.MaxConversations {
-		return nil, ErrCapacity
-	}
-	if s.byTenant[tenant] >= s.cfg.MaxPerTenant {
-		return nil, ErrTenantCapacity
-	}
-	s.open++
-	s.byTenant[tenant]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.open--
-			if s.byTenant[tenant]--; s.byTenant[tenant] == 0 {
-				delete(s.byTenant, tenant)
-			}
-		})
-	}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
@@ -218,7 +219,7 @@ func TestSubprotocolTicketAndEcho(t *testing.T) {
 
 func TestOriginChecked(t *testing.T) {
 	leakCheck(t)
-	ts := newTestServer(t, Config{AllowOrigins: []string{"https://app.example.com", "*.trusted.test"}})
+	ts := newTestServer(t, Config{Origins: door.MustOrigins("https://app.example.com", "*.trusted.test")})
 	tests := map[string]struct {
 		origin string
 		ok     bool
@@ -434,6 +435,15 @@ func TestCommitAudioTurn(t *testing.T) {
 	if got["content"].([]any)[0].(map[string]any)["transcript"] != "what time is it" {
 		t.Fatalf("retrieved %v", got)
 	}
+	// Unknown items: OpenAI's codes, and the client's event_id back (Pipecat reads the item id
+	// from "rci_<item_id>" and ends its session on any other code).
+	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": "item_gone", "event_id": "rci_item_gone"})
+	e := c.expectError("item_retrieve_invalid_item_id")
+	if e["event_id"] != "rci_item_gone" {
+		t.Errorf("retrieve error %v: want the client's event_id", e)
+	}
+	c.send(map[string]any{"type": "conversation.item.delete", "item_id": "item_gone"})
+	c.expectError("item_delete_invalid_item_id")
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 
@@ -999,7 +1009,7 @@ func TestOutOfBandResponse(t *testing.T) {
 	}
 	itemID := done["output"].([]any)[0].(map[string]any)["id"]
 	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": itemID})
-	c.expectError(wire.CodeInvalidValue)
+	c.expectError(wire.CodeRetrieveInvalidItemID)
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 

@@ -71,3 +71,6 @@ func (s *RedisTickets) Take(ctx context.Context, ticket string) (Grant, error) {
 
 // Close closes the connection pool.
 func (s *RedisTickets) Close() error { return s.c.Close() }
+
+// Ping checks that Redis answers (the readiness probe asks it).
+func (s *RedisTickets) Ping(ctx context.Context) error { return s.c.Ping(ctx).Err() }

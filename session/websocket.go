@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -21,8 +21,10 @@ type wsTransport struct {
 func (t *wsTransport) Media() Media { return Media{} }
 
 func (t *wsTransport) Receive(ctx context.Context) (Inbound, error) {
-	typ, data, err := t.readFrame(ctx)
-	if errors.Is(err, errFrameTooBig) {
+	// Over ReadLimit an event is read through, discarded and refused (the session stays open); the
+	// connection's own limit (HardReadLimit) closes it with 1009.
+	typ, data, err := door.ReadFrame(ctx, t.conn, ReadLimit, 0)
+	if errors.Is(err, door.ErrFrameTooLarge) {
 		return Inbound{Refused: wire.ErrInvalidValue("audio", "", "Invalid event: a client event may be at most %d MiB (an append carries at most 15 MiB of audio).", ReadLimit>>20)}, nil
 	}
 	if err != nil {
@@ -52,26 +54,4 @@ func (t *wsTransport) Close(end End, reason string) {
 		status = websocket.StatusInternalError
 	}
 	t.conn.Close(status, reason)
-}
-
-var errFrameTooBig = errors.New("client frame over the read limit")
-
-// readFrame reads one message: over ReadLimit it is discarded and errFrameTooBig returned (the
-// session stays open); over HardReadLimit the socket closes (1009).
-func (t *wsTransport) readFrame(ctx context.Context) (websocket.MessageType, []byte, error) {
-	typ, r, err := t.conn.Reader(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(r, ReadLimit+1))
-	if err != nil {
-		return 0, nil, err
-	}
-	if len(data) > ReadLimit {
-		if _, err := io.Copy(io.Discard, r); err != nil {
-			return 0, nil, err
-		}
-		return typ, nil, errFrameTooBig
-	}
-	return typ, data, nil
 }

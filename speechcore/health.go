@@ -31,18 +31,6 @@ func (s *Service) Summary() Summary {
 	return sum
 }
 
-// VoiceHealth is the voice section of /health and the body of /v1/voice/health.
-type VoiceHealth struct {
-	OK       bool `json:"ok"`
-	Busy     int  `json:"busy"`
-	Capacity int  `json:"capacity"`
-}
-
-// VoiceReporter reports the realtime conversations' capacity; the session package satisfies it.
-type VoiceReporter interface {
-	VoiceHealth() VoiceHealth
-}
-
 // Health is /v1/speech/health, in the shape of reference/000 with vad beside transcription and
 // synthesis. Figures this process has not measured are zero or null, never invented.
 type Health struct {
@@ -177,7 +165,14 @@ func modelHealth(id string, st ModelStats, digests map[string]*string) ModelHeal
 	return m
 }
 
+// serveHealth is GET /v1/speech/health. With nothing mounted it answers 503
+// speech_assets_not_mounted like the other speech doors (reference/000); before warm-up it reports
+// warm:false (a load balancer's readiness is GET /health/ready).
 func (s *Service) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if s.Mount == nil {
+		s.refuse(w, ErrNotMounted)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(s.Health())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/runtime"
 )
 
@@ -28,10 +29,12 @@ func TestSpeechHealthShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	svc.serveHealth(rec, httptest.NewRequest("GET", "/v1/speech/health", nil))
+	b, err := json.Marshal(svc.Health())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var body map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+	if err := json.Unmarshal(b, &body); err != nil {
 		t.Fatal(err)
 	}
 	for section, keys := range referenceHealthKeys {
@@ -87,7 +90,7 @@ func TestGuardAndFallbackRoutes(t *testing.T) {
 		t.Run(pattern, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-			var f ErrorFrame
+			var f door.ErrorFrame
 			json.Unmarshal(rec.Body.Bytes(), &f)
 			if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
 				t.Errorf("%s: %d %+v, want 503 speech_assets_not_mounted", pattern, rec.Code, f)
@@ -96,9 +99,10 @@ func TestGuardAndFallbackRoutes(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/speech/health", nil))
-	var h Health
-	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil || h.Device == nil || *h.Device != "cpu" {
-		t.Errorf("speech health with the runtime open: %s", rec.Body.String())
+	var f door.ErrorFrame
+	json.Unmarshal(rec.Body.Bytes(), &f)
+	if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
+		t.Errorf("speech health with nothing mounted: %d %s, want 503 speech_assets_not_mounted", rec.Code, rec.Body.String())
 	}
 }
 

@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/whisper"
 )
 
 // Refusals of the speech-to-text doors, by name.
 var (
-	ErrOddLengthPCM = &Refusal{Status: http.StatusBadRequest, Name: "odd_length_pcm",
+	ErrOddLengthPCM = &door.Refusal{Status: http.StatusBadRequest, Name: "odd_length_pcm",
 		Message: "PCM16 audio must be an even number of bytes (16-bit little-endian samples); the frame was refused, earlier audio is kept"}
-	ErrFrameTooLarge = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "frame_too_large",
+	ErrFrameTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "frame_too_large",
 		Message: "a frame may carry at most 4 MiB; the frame was refused, earlier audio is kept"}
-	ErrTranscriptionFailed = &Refusal{Status: http.StatusInternalServerError, Name: "transcription_failed",
+	ErrTranscriptionFailed = &door.Refusal{Status: http.StatusInternalServerError, Name: "transcription_failed",
 		Message: "the transcription model failed on this audio; see the server log"}
 )
 
@@ -63,13 +64,13 @@ func (s *Service) hearingRoutes() {
 }
 
 // transcriptionError maps an engine error to what a client is shown.
-func transcriptionError(err error) *Refusal {
-	var r *Refusal
+func transcriptionError(err error) *door.Refusal {
+	var r *door.Refusal
 	switch {
 	case errors.As(err, &r):
 		return r
 	case errors.Is(err, whisper.ErrClosed):
-		return ErrShuttingDown
+		return door.ErrShuttingDown
 	}
 	return ErrTranscriptionFailed
 }

@@ -1,61 +1,15 @@
 package speechcore
 
 import (
-	"errors"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/whisper"
 )
-
-// Series names and help texts shared with the conversation (package session): both register
-// voiced_sessions_open and voiced_sessions_refused_total, told apart by the constant label kind.
-const (
-	MetricSessionsOpen        = "voiced_sessions_open"
-	MetricSessionsOpenHelp    = "Sessions open now, by kind (speech, conversation) and door."
-	MetricSessionsRefused     = "voiced_sessions_refused_total"
-	MetricSessionsRefusedHelp = "Sessions refused before they opened, by kind and reason (cap, tenant_cap, not_warm, not_mounted, quota, auth, origin, shutting_down)."
-)
-
-// Refusal reasons, the label values of voiced_sessions_refused_total.
-const (
-	ReasonCap          = "cap"
-	ReasonTenantCap    = "tenant_cap"
-	ReasonNotWarm      = "not_warm"
-	ReasonNotMounted   = "not_mounted"
-	ReasonQuota        = "quota"
-	ReasonAuth         = "auth"
-	ReasonOrigin       = "origin"
-	ReasonShuttingDown = "shutting_down"
-)
-
-// LatencyBuckets (seconds) suit a stage measured against the 300 ms bar: 5 ms to 10 s.
-var LatencyBuckets = []float64{.005, .01, .025, .05, .1, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 10}
-
-// ReasonFor names a pre-upgrade refusal for voiced_sessions_refused_total, "" for one that is
-// not counted (a bad request).
-func ReasonFor(err error) string {
-	var r *Refusal
-	if !errors.As(err, &r) {
-		return ""
-	}
-	switch r.Name {
-	case ErrSessionCap.Name:
-		return ReasonCap
-	case ErrNotWarm.Name:
-		return ReasonNotWarm
-	case ErrNotMounted.Name:
-		return ReasonNotMounted
-	case ErrShuttingDown.Name:
-		return ReasonShuttingDown
-	case ErrOriginNotAllowed.Name:
-		return ReasonOrigin
-	}
-	return ""
-}
 
 // metrics are the speech doors' series; Service.Collectors hands them to the registry.
 type metrics struct {
@@ -75,18 +29,18 @@ type metrics struct {
 
 func newMetrics(s *Service) *metrics {
 	hist := func(name, help string) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets})
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: door.LatencyBuckets})
 	}
 	m := &metrics{
-		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricSessionsOpen, Help: MetricSessionsOpenHelp,
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: door.MetricSessionsOpen, Help: door.MetricSessionsOpenHelp,
 			ConstLabels: prometheus.Labels{"kind": "speech"}}, []string{"door"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSessionsRefused, Help: MetricSessionsRefusedHelp,
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: door.MetricSessionsRefused, Help: door.MetricSessionsRefusedHelp,
 			ConstLabels: prometheus.Labels{"kind": "speech"}}, []string{"reason"}),
 		firstToken: hist("voiced_transcribe_first_token_seconds",
 			"WS /v1/transcribe: first audio byte to the first delta (firstTokenMs)."),
 		firstFrame: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "voiced_synthesize_first_frame_seconds",
 			Help:    "Text in to its first audio frame queued: /v1/synthesize firstFrameMs (door synthesize), a /v1/speak/stream piece (door speak).",
-			Buckets: LatencyBuckets}, []string{"door"}),
+			Buckets: door.LatencyBuckets}, []string{"door"}),
 		whisperDecode: hist("voiced_whisper_decode_seconds",
 			"One Whisper transcription (≤ 30 s window): the owner picking it up to its last token (mel, encoder, decoder loop)."),
 		whisperModel: hist("voiced_whisper_model_seconds",
@@ -146,11 +100,11 @@ func (s *Service) ObserveSynthesis(d time.Duration) { s.metrics.kokoroPass.Obser
 // refuse counts a refusal by reason (when it has one) and answers it.
 func (s *Service) refuse(w http.ResponseWriter, err error) {
 	s.countRefusal(err)
-	WriteError(w, err)
+	door.WriteError(w, err)
 }
 
 func (s *Service) countRefusal(err error) {
-	if reason := ReasonFor(err); reason != "" {
+	if reason := door.ReasonFor(err); reason != "" {
 		s.metrics.refused.WithLabelValues(reason).Inc()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/kokoro"
 	"github.com/voiced/voiced/speechcore/runtime"
@@ -34,13 +35,15 @@ type Config struct {
 	Env *runtime.Env
 	// MaxSessions caps concurrent speech sessions (default DefaultMaxSessions).
 	MaxSessions int
-	// Sockets is the hijacked-socket registry shared with the rest of the server (default: a new one).
-	Sockets *Sockets
-	// AllowOrigins are the browser origins (coder/websocket OriginPatterns: host globs, or
-	// scheme://host globs) allowed to open speech sockets besides the server's own; any other
-	// Origin is refused 403 origin_not_allowed before the upgrade. Clients without an Origin
-	// header (not browsers) are not affected.
-	AllowOrigins []string
+	// door.Sockets is the hijacked-socket registry shared with the rest of the server (default: a new one).
+	Sockets *door.Sockets
+	// Peers lets several nodes serve one half-duplex transcript (TranscriptDoor); nil:
+	// transcripts are this node's alone. SetPeers sets it after New.
+	Peers Peers
+	// Origins is the origin policy (--allow-origin, parsed once): a browser page from elsewhere is
+	// refused 403 origin_not_allowed before the upgrade; clients without an Origin header (not
+	// browsers) are not affected.
+	Origins door.Origins
 	// Log receives the service's start-up and refusal logs (default slog.Default()).
 	Log *slog.Logger
 	// Usage meters the raw doors' seconds under UsagePrincipal (usage.go); nil meters nothing.
@@ -71,8 +74,8 @@ type Service struct {
 	Synthesis     ModelStats
 	VAD           ModelStats
 
-	Gate    *Gate
-	Sockets *Sockets
+	Gate    *door.Gate
+	Sockets *door.Sockets
 
 	usage   UsageRecorder // SetUsage, before Start; nil meters nothing
 	metrics *metrics      // metrics.go; Collectors hands them out
@@ -107,12 +110,12 @@ func New(cfg Config) (*Service, error) {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Sockets == nil {
-		cfg.Sockets = NewSockets()
+		cfg.Sockets = door.NewSockets()
 	}
 	s := &Service{
 		cfg:     cfg,
 		log:     cfg.Log,
-		Gate:    NewGate(cfg.MaxSessions),
+		Gate:    door.NewGate(cfg.MaxSessions, ErrSessionCap),
 		Sockets: cfg.Sockets,
 		usage:   cfg.Usage,
 		doors:   map[string]http.Handler{},
@@ -176,7 +179,7 @@ func (s *Service) loadModels(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Close releases the engines and the runtime environment. Sockets must have drained first.
+// Close releases the engines and the runtime environment. door.Sockets must have drained first.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,6 +200,10 @@ func (s *Service) Close() error {
 
 // Mounted reports whether a verified mount is open.
 func (s *Service) Mounted() bool { return s.Mount != nil }
+
+// SetPeers lets several nodes serve one half-duplex transcript (Config.Peers); call it before
+// Start.
+func (s *Service) SetPeers(p Peers) { s.cfg.Peers = p }
 
 // Warm reports whether every model has loaded and run its warm-up pass.
 func (s *Service) Warm() bool { return s.warm.Load() }
@@ -285,11 +292,11 @@ func (s *Service) Ready() error {
 }
 
 // ErrNotImplemented answers a speech route whose door is not built into this binary.
-var ErrNotImplemented = &Refusal{Status: http.StatusNotImplemented, Name: "not_implemented",
+var ErrNotImplemented = &door.Refusal{Status: http.StatusNotImplemented, Name: "not_implemented",
 	Message: "this door is not built into this voiced binary"}
 
 func notImplemented(pattern string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, Refuse(ErrNotImplemented, pattern+" is not built into this voiced binary"))
+		door.WriteError(w, door.Refuse(ErrNotImplemented, pattern+" is not built into this voiced binary"))
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 
@@ -215,7 +216,7 @@ func (s *speakSession) read(ctx context.Context) {
 		typ, data, tooLarge, err := readTextFrame(ctx, s.conn)
 		if err != nil {
 			if tooLarge {
-				s.w.json(ctx, 0, Frame(ErrTextTooLarge))
+				s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
 				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name)
 			}
 			return
@@ -223,19 +224,19 @@ func (s *speakSession) read(ctx context.Context) {
 		s.poke()
 		switch {
 		case tooLarge:
-			s.w.json(ctx, 0, Frame(ErrTextTooLarge))
+			s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
 			continue
 		case typ == websocket.MessageBinary:
-			s.w.json(ctx, 0, Frame(ErrBinaryRefused))
+			s.w.json(ctx, 0, door.Frame(ErrBinaryRefused))
 			continue
 		}
 		var msg speakMessage
 		if err := json.Unmarshal(data, &msg); err != nil {
-			s.w.json(ctx, 0, Frame(ErrMalformedJSON))
+			s.w.json(ctx, 0, door.Frame(ErrMalformedJSON))
 			continue
 		}
 		if err := s.handle(ctx, msg); err != nil {
-			s.w.json(ctx, 0, Frame(err))
+			s.w.json(ctx, 0, door.Frame(err))
 		}
 	}
 }
@@ -263,9 +264,9 @@ func (s *speakSession) handle(ctx context.Context, msg speakMessage) error {
 		s.cancel()
 		s.w.json(ctx, 0, speakEvent{Type: "cancelled"})
 	case "":
-		return Refuse(ErrMalformedJSON, `the frame has no "type"; types are start, text, flush, cancel and end`)
+		return door.Refuse(ErrMalformedJSON, `the frame has no "type"; types are start, text, flush, cancel and end`)
 	default:
-		return Refuse(ErrUnknownSpeakMessage, fmt.Sprintf("unknown message type %q; types are start, text, flush, cancel and end", msg.Type))
+		return door.Refuse(ErrUnknownSpeakMessage, fmt.Sprintf("unknown message type %q; types are start, text, flush, cancel and end", msg.Type))
 	}
 	return nil
 }
@@ -291,7 +292,7 @@ func (s *speakSession) start(ctx context.Context, msg speakMessage) error {
 	}
 	if msg.SplitChars != nil {
 		if *msg.SplitChars < 0 {
-			return NewRefusal(http.StatusBadRequest, "invalid_split_chars", "split_chars must be 0 (the default) or more")
+			return door.NewRefusal(http.StatusBadRequest, "invalid_split_chars", "split_chars must be 0 (the default) or more")
 		}
 		next.splitChars = *msg.SplitChars
 		if next.splitChars == 0 {
@@ -398,7 +399,7 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 		s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index})
 		return
 	case err != nil:
-		s.w.json(ctx, gen, Frame(synthesisError(err)))
+		s.w.json(ctx, gen, door.Frame(synthesisError(err)))
 		return
 	}
 	s.svc.ObserveSynthesis(time.Since(started))
@@ -434,7 +435,7 @@ func (s *speakSession) watchIdle(ctx context.Context, stop <-chan struct{}) {
 				t.Reset(s.idle)
 				continue
 			}
-			s.w.json(ctx, 0, Frame(ErrIdleTimeout))
+			s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
 			s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
 			return
 		}

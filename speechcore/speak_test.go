@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/door"
 )
 
 func (c *wsClient) msg(v map[string]any) {
@@ -221,7 +223,7 @@ func TestSpeakStreamNotIdleWhileSpeaking(t *testing.T) {
 }
 
 func TestSpeakStreamOrigins(t *testing.T) {
-	s := newSpeakingServer(t, Config{AllowOrigins: []string{"*.app.example"}})
+	s := newSpeakingServer(t, Config{Origins: door.MustOrigins("*.app.example")})
 	for origin, status := range map[string]int{"https://evil.example": 403, "https://web.app.example": 101} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		conn, resp, err := websocket.Dial(ctx, s.wsURL("/v1/speak/stream"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {origin}}})
@@ -239,7 +241,7 @@ func TestSpeakStreamOrigins(t *testing.T) {
 			t.Errorf("%s upgraded", origin)
 			continue
 		}
-		var f ErrorFrame
+		var f door.ErrorFrame
 		json.NewDecoder(resp.Body).Decode(&f)
 		if resp.StatusCode != status || f.Name != "origin_not_allowed" {
 			t.Errorf("%s: %d %+v", origin, resp.StatusCode, f)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
@@ -21,11 +22,11 @@ var OpenAIVoices = []string{"alloy", "ash", "ballad", "cedar", "coral", "echo", 
 const speechBodyLimit = ttsFrameLimit + 64<<10
 
 // ErrUnsupportedFormat refuses a response_format other than wav or pcm.
-var ErrUnsupportedFormat = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
+var ErrUnsupportedFormat = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
 	Message: "response_format must be wav or pcm (PCM16LE mono 24 kHz); mp3, opus, aac and flac are not served"}
 
 // ErrInvalidRequestBody refuses a body that is not the JSON object the route takes.
-var ErrInvalidRequestBody = &Refusal{Status: http.StatusBadRequest, Name: "invalid_request_body",
+var ErrInvalidRequestBody = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_request_body",
 	Message: `the body must be a JSON object: {"input": "…", "voice": "…", "speed": 1.0, "response_format": "wav"|"pcm"}`}
 
 // SpeechDoor serves POST /v1/audio/speech, OpenAI-compatible: input, voice, speed,
@@ -65,7 +66,7 @@ type speechErrorBody struct {
 
 // writeSpeechError writes err in OpenAI's shape with the refusal's status.
 func writeSpeechError(w http.ResponseWriter, err error, param string) {
-	var r *Refusal
+	var r *door.Refusal
 	if !errors.As(err, &r) {
 		r = ErrSynthesisFailed
 	}
@@ -124,14 +125,14 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		format = "wav"
 	}
 	if format != "wav" && format != "pcm" {
-		writeSpeechError(w, Refuse(ErrUnsupportedFormat, fmt.Sprintf("response_format %q is not served: use wav or pcm (PCM16LE mono 24 kHz)", req.ResponseFormat)), "response_format")
+		writeSpeechError(w, door.Refuse(ErrUnsupportedFormat, fmt.Sprintf("response_format %q is not served: use wav or pcm (PCM16LE mono 24 kHz)", req.ResponseFormat)), "response_format")
 		return
 	}
 	if req.StreamFormat != "" && req.StreamFormat != "audio" {
-		writeSpeechError(w, NewRefusal(http.StatusBadRequest, "unsupported_stream_format", `stream_format must be "audio"; server-sent events are not served`), "stream_format")
+		writeSpeechError(w, door.NewRefusal(http.StatusBadRequest, "unsupported_stream_format", `stream_format must be "audio"; server-sent events are not served`), "stream_format")
 		return
 	}
-	release, err := d.svc.Gate.Acquire()
+	release, err := d.svc.Gate.Acquire("")
 	if err != nil {
 		d.svc.countRefusal(err)
 		writeSpeechError(w, err, "")

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/kokoro"
@@ -44,25 +42,23 @@ const (
 // {"type":"error","name":…,"message":…} and the socket stays open unless said otherwise; before an
 // upgrade or over HTTP they carry the status.
 var (
-	ErrVoiceNotMounted = &Refusal{Status: http.StatusBadRequest, Name: "voice_not_mounted",
+	ErrVoiceNotMounted = &door.Refusal{Status: http.StatusBadRequest, Name: "voice_not_mounted",
 		Message: "that voice is not mounted"}
-	ErrSpeedOutOfRange = &Refusal{Status: http.StatusBadRequest, Name: "speed_out_of_range",
+	ErrSpeedOutOfRange = &door.Refusal{Status: http.StatusBadRequest, Name: "speed_out_of_range",
 		Message: fmt.Sprintf("speed must be a number from %g to %g", kokoro.MinSpeed, kokoro.MaxSpeed)}
-	ErrEmptyText = &Refusal{Status: http.StatusBadRequest, Name: "empty_text",
+	ErrEmptyText = &door.Refusal{Status: http.StatusBadRequest, Name: "empty_text",
 		Message: "the text has nothing to say (empty, or only punctuation, emoji or symbols)"}
-	ErrTextTooLarge = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "text_too_large",
+	ErrTextTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "text_too_large",
 		Message: "text may be at most 4 MiB; it was refused, the socket stays open"}
-	ErrBinaryRefused = &Refusal{Status: http.StatusBadRequest, Name: "binary_not_accepted",
+	ErrBinaryRefused = &door.Refusal{Status: http.StatusBadRequest, Name: "binary_not_accepted",
 		Message: "this door takes text only; audio only ever travels outward on it"}
-	ErrMalformedJSON = &Refusal{Status: http.StatusBadRequest, Name: "malformed_json",
+	ErrMalformedJSON = &door.Refusal{Status: http.StatusBadRequest, Name: "malformed_json",
 		Message: "the frame is not a JSON object; the socket stays open"}
-	ErrUnknownSpeakMessage = &Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
+	ErrUnknownSpeakMessage = &door.Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
 		Message: "message types are start, text, flush, cancel and end"}
-	ErrIdleTimeout = &Refusal{Status: http.StatusRequestTimeout, Name: "idle_timeout",
+	ErrIdleTimeout = &door.Refusal{Status: http.StatusRequestTimeout, Name: "idle_timeout",
 		Message: "nothing was sent or spoken for too long; the socket is closed"}
-	ErrOriginNotAllowed = &Refusal{Status: http.StatusForbidden, Name: "origin_not_allowed",
-		Message: "this browser origin may not open sockets here (start voiced with --allow-origin)"}
-	ErrSynthesisFailed = &Refusal{Status: http.StatusInternalServerError, Name: "synthesis_failed",
+	ErrSynthesisFailed = &door.Refusal{Status: http.StatusInternalServerError, Name: "synthesis_failed",
 		Message: "the synthesis model failed on this text; see the server log"}
 )
 
@@ -102,19 +98,19 @@ func (s *Service) closeKokoro() error {
 }
 
 // synthesisError maps an engine error to what a client is shown.
-func synthesisError(err error) *Refusal {
-	var r *Refusal
+func synthesisError(err error) *door.Refusal {
+	var r *door.Refusal
 	switch {
 	case errors.As(err, &r):
 		return r
 	case errors.Is(err, kokoro.ErrUnknownVoice):
-		return Refuse(ErrVoiceNotMounted, err.Error())
+		return door.Refuse(ErrVoiceNotMounted, err.Error())
 	case errors.Is(err, kokoro.ErrSpeed):
 		return ErrSpeedOutOfRange
 	case errors.Is(err, kokoro.ErrNothingToSay):
 		return ErrEmptyText
 	case errors.Is(err, kokoro.ErrClosed):
-		return ErrShuttingDown
+		return door.ErrShuttingDown
 	}
 	return ErrSynthesisFailed
 }
@@ -140,98 +136,30 @@ func checkVoice(e *kokoro.Engine, voice string) error {
 	if voice == "" || e.HasVoice(voice) {
 		return nil
 	}
-	return Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", voice, strings.Join(e.Voices(), ", ")))
+	return door.Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", voice, strings.Join(e.Voices(), ", ")))
 }
 
-// originAllowed applies coder/websocket's rule before the upgrade, so a refused browser gets a
-// named 403: no Origin (not a browser), the request's own host, or a host matching one of
-// patterns (path.Match; a pattern with "://" is matched against the whole origin).
-func originAllowed(r *http.Request, patterns []string) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(r.Host, u.Host) {
-		return true
-	}
-	for _, p := range patterns {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// acceptSpeaking upgrades a speaking door's socket after the origin check.
-// admitSocket admits one raw-door WebSocket: a session slot (429 + Retry-After at the cap), a place
-// in the shutdown registry (503 shutting_down while draining), then the origin check and the upgrade.
-// Every refusal is answered by name before ok is false. done releases all of it; ctx is cancelled
-// when the shutdown grace ends.
+// admitSocket admits one raw-door WebSocket through the door kit: the origin, a session slot
+// (429 + Retry-After at the cap), a place in the shutdown registry (503 shutting_down while
+// draining), then the upgrade. Every refusal is answered by name before ok is false. done releases
+// all of it; ctx is cancelled when the shutdown grace ends.
 func (s *Service) admitSocket(w http.ResponseWriter, r *http.Request) (ctx context.Context, conn *websocket.Conn, done func(), ok bool) {
-	release, err := s.Gate.Acquire()
-	if err != nil {
-		s.refuse(w, err)
-		return nil, nil, nil, false
+	kit := door.Kit{Origins: s.cfg.Origins, Sockets: s.Sockets, Refuse: s.refuse}
+	ctx, conn, done, ok = kit.Upgrade(w, r, func() (func(), error) { return s.Gate.Acquire("") }, nil)
+	if ok {
+		conn.SetReadLimit(-1) // door.ReadFrame's limits, so an oversize frame gets a named error
 	}
-	ctx, leave, err := s.Sockets.Enter(r.Context())
-	if err != nil {
-		release()
-		s.refuse(w, err)
-		return nil, nil, nil, false
-	}
-	conn, err = s.acceptSpeaking(w, r)
-	if err != nil {
-		leave()
-		release()
-		return nil, nil, nil, false
-	}
-	return ctx, conn, func() { leave(); release() }, true
+	return ctx, conn, done, ok
 }
 
-func (s *Service) acceptSpeaking(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
-	origins := s.cfg.AllowOrigins
-	if !originAllowed(r, origins) {
-		s.refuse(w, Refuse(ErrOriginNotAllowed, fmt.Sprintf("origin %q may not open sockets here (start voiced with --allow-origin)", r.Header.Get("Origin"))))
-		return nil, ErrOriginNotAllowed
-	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
-	if err != nil {
-		return nil, err // Accept has answered the client
-	}
-	conn.SetReadLimit(-1) // our own limit, so an oversize frame gets a named error
-	return conn, nil
-}
-
-// readTextFrame reads one frame of at most ttsFrameLimit bytes. tooLarge reports a frame that was
-// over and has been drained; err is set when the socket is done.
+// readTextFrame reads one frame of at most ttsFrameLimit bytes (door.ReadFrame). tooLarge reports
+// a frame that was over and has been drained; err is set when the socket is done.
 func readTextFrame(ctx context.Context, conn *websocket.Conn) (typ websocket.MessageType, data []byte, tooLarge bool, err error) {
-	typ, r, err := conn.Reader(ctx)
-	if err != nil {
-		return 0, nil, false, err
+	typ, data, err = door.ReadFrame(ctx, conn, ttsFrameLimit, ttsDrainLimit)
+	if errors.Is(err, door.ErrFrameTooLarge) {
+		return typ, nil, true, nil
 	}
-	data, err = io.ReadAll(io.LimitReader(r, ttsFrameLimit+1))
-	if err != nil {
-		return 0, nil, false, err
-	}
-	if len(data) <= ttsFrameLimit {
-		return typ, data, false, nil
-	}
-	n, err := io.Copy(io.Discard, io.LimitReader(r, ttsDrainLimit))
-	if err != nil {
-		return 0, nil, false, err
-	}
-	if n == ttsDrainLimit {
-		return 0, nil, true, errors.New("frame over the drain limit")
-	}
-	return typ, nil, true, nil
+	return typ, data, errors.Is(err, door.ErrFrameOverDrain), err
 }
 
 // wsOut is one frame for a socket writer. gen 0 is always written; any other gen is written only
@@ -446,7 +374,7 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		typ, data, tooLarge, err := readTextFrame(ctx, s.conn)
 		if err != nil {
 			if tooLarge {
-				s.w.json(ctx, 0, Frame(ErrTextTooLarge))
+				s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
 				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name)
 			}
 			break
@@ -454,10 +382,10 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		arrival := time.Now()
 		switch {
 		case tooLarge:
-			s.w.json(ctx, 0, Frame(ErrTextTooLarge))
+			s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
 			continue
 		case typ == websocket.MessageBinary:
-			s.w.json(ctx, 0, Frame(ErrBinaryRefused))
+			s.w.json(ctx, 0, door.Frame(ErrBinaryRefused))
 			continue
 		}
 		s.mu.Lock()
@@ -526,7 +454,7 @@ func (s *synthSession) speak(ctx context.Context, utterance int, text string, ar
 		return
 	}
 	if err != nil {
-		s.w.json(ctx, 0, Frame(synthesisError(err)))
+		s.w.json(ctx, 0, door.Frame(synthesisError(err)))
 		return
 	}
 	s.w.json(ctx, 0, synthComplete{Type: "utteranceComplete", Utterance: utterance, Chunks: chunks, DurationMs: samplesMs(samples)})

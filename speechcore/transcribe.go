@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/whisper"
 )
@@ -31,11 +32,11 @@ const (
 
 // Refusals of WS /v1/transcribe, by name.
 var (
-	ErrUnknownMessage = &Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
+	ErrUnknownMessage = &door.Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
 		Message: `the only text frame this door reads is {"type":"end"}; audio goes in binary frames (PCM16LE, mono, 16 kHz)`}
-	ErrUnmaskedFrame = &Refusal{Status: http.StatusBadRequest, Name: "unmasked_frame",
+	ErrUnmaskedFrame = &door.Refusal{Status: http.StatusBadRequest, Name: "unmasked_frame",
 		Message: "a client must mask every frame it sends (RFC 6455 §5.1); the socket is closed"}
-	ErrProtocol = &Refusal{Status: http.StatusBadRequest, Name: "protocol_error",
+	ErrProtocol = &door.Refusal{Status: http.StatusBadRequest, Name: "protocol_error",
 		Message: "the WebSocket framing is broken; the socket is closed"}
 )
 
@@ -234,34 +235,26 @@ func (s *transcribeSession) write(ctx context.Context, cancel context.CancelFunc
 func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, string) {
 	defer s.endStream(ctx)
 	for {
-		typ, r, err := s.conn.Reader(ctx)
-		if err != nil {
-			return s.readFailed(ctx, err)
-		}
-		data, err := io.ReadAll(io.LimitReader(r, FrameLimit+1))
-		if err != nil {
-			return s.readFailed(ctx, err)
-		}
-		if len(data) > FrameLimit {
-			s.send(ctx, Frame(ErrFrameTooLarge))
-			n, err := io.Copy(io.Discard, io.LimitReader(r, frameDrainLimit))
-			if err != nil {
-				return s.readFailed(ctx, err)
-			}
-			if n == frameDrainLimit {
-				return websocket.StatusMessageTooBig, ErrFrameTooLarge.Name
-			}
+		typ, data, err := door.ReadFrame(ctx, s.conn, FrameLimit, frameDrainLimit)
+		switch {
+		case errors.Is(err, door.ErrFrameTooLarge):
+			s.send(ctx, door.Frame(ErrFrameTooLarge))
 			continue
+		case errors.Is(err, door.ErrFrameOverDrain):
+			s.send(ctx, door.Frame(ErrFrameTooLarge))
+			return websocket.StatusMessageTooBig, ErrFrameTooLarge.Name
+		case err != nil:
+			return s.readFailed(ctx, err)
 		}
 		switch typ {
 		case websocket.MessageBinary:
 			if len(data)%2 != 0 {
-				s.send(ctx, Frame(ErrOddLengthPCM))
+				s.send(ctx, door.Frame(ErrOddLengthPCM))
 				continue
 			}
 			pcm, err := audio.PCM16ToFloat32(data)
 			if err != nil {
-				s.send(ctx, Frame(ErrOddLengthPCM))
+				s.send(ctx, door.Frame(ErrOddLengthPCM))
 				continue
 			}
 			if !s.take(ctx, pcm) {
@@ -272,7 +265,7 @@ func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, str
 				Type string `json:"type"`
 			}
 			if json.Unmarshal(data, &msg) != nil || msg.Type != "end" {
-				s.send(ctx, Frame(ErrUnknownMessage))
+				s.send(ctx, door.Frame(ErrUnknownMessage))
 				continue
 			}
 			s.endSegment(ctx)
@@ -291,7 +284,7 @@ func (s *transcribeSession) readFailed(ctx context.Context, err error) (websocke
 	if strings.Contains(err.Error(), "unmasked frame") {
 		refusal = ErrUnmaskedFrame
 	}
-	s.send(ctx, Frame(refusal))
+	s.send(ctx, door.Frame(refusal))
 	return websocket.StatusProtocolError, refusal.Name
 }
 
@@ -432,7 +425,7 @@ func (s *transcribeSession) watchDrain(ctx context.Context, draining <-chan stru
 	case <-ctx.Done():
 		return
 	}
-	s.send(ctx, closeFrame{code: websocket.StatusGoingAway, reason: ErrShuttingDown.Name})
+	s.send(ctx, closeFrame{code: websocket.StatusGoingAway, reason: door.ErrShuttingDown.Name})
 }
 
 // decode is the session's decoder: finals first and in order, then the newest partial.
@@ -483,7 +476,7 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 				return
 			}
 			s.log.Error("transcribe: decode", "segment", j.segment, "final", j.final, "err", err)
-			s.send(ctx, Frame(transcriptionError(err)))
+			s.send(ctx, door.Frame(transcriptionError(err)))
 			return
 		}
 		text = res.Text

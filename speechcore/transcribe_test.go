@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/audio"
 )
 
@@ -172,7 +173,7 @@ func TestTranscribeDoorSessionCap(t *testing.T) {
 		t.Fatalf("second session: err %v resp %+v, want 429 with Retry-After", err, resp)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	var e ErrorFrame
+	var e door.ErrorFrame
 	if json.Unmarshal(body, &e) != nil || e.Name != "too_many_sessions" {
 		t.Fatalf("429 body %s", body)
 	}
@@ -200,7 +201,7 @@ func TestTranscribeDoorDrainSendsFinal(t *testing.T) {
 
 func TestTranscribeDoorOrigins(t *testing.T) {
 	checkNoLeaks(t)
-	h := newHearingServer(t, Config{AllowOrigins: []string{"*.app.example"}})
+	h := newHearingServer(t, Config{Origins: door.MustOrigins("*.app.example")})
 	tests := map[string]struct {
 		origin string
 		status int
@@ -226,7 +227,7 @@ func TestTranscribeDoorOrigins(t *testing.T) {
 				return
 			}
 			body, _ := io.ReadAll(resp.Body)
-			var e ErrorFrame
+			var e door.ErrorFrame
 			if json.Unmarshal(body, &e) != nil || e.Name != "origin_not_allowed" {
 				t.Fatalf("403 body %s", body)
 			}
@@ -296,7 +297,7 @@ func TestTranscribeDoorRefusesUnmaskedFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	op, p := readFrame()
-	var e ErrorFrame
+	var e door.ErrorFrame
 	if op != 1 || json.Unmarshal(p, &e) != nil || e.Name != "unmasked_frame" {
 		t.Fatalf("got op %d %s, want the unmasked_frame error", op, p)
 	}

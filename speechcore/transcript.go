@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/squelch"
@@ -34,15 +35,32 @@ const (
 
 // Refusals of /v1/audio/transcript, by name.
 var (
-	ErrTranscriptNotFound = &Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
+	ErrTranscriptNotFound = &door.Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
 		Message: "no open transcript has this id: open one with POST /v1/audio/transcript"}
-	ErrTranscriptClosed = &Refusal{Status: http.StatusConflict, Name: "transcript_closed",
+	// ErrTranscriptNodeGone: the node that held the transcript is gone (it was stopped or died).
+	ErrTranscriptNodeGone = &door.Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
+		Message: "the node that held this transcript is gone, and its audio with it: open a new one with POST /v1/audio/transcript"}
+	ErrTranscriptClosed = &door.Refusal{Status: http.StatusConflict, Name: "transcript_closed",
 		Message: "this transcript was closed (DELETE); open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptExpired = &Refusal{Status: http.StatusGone, Name: "transcript_expired",
+	ErrTranscriptExpired = &door.Refusal{Status: http.StatusGone, Name: "transcript_expired",
 		Message: "this transcript was idle too long and was closed; open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptLimit = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
+	ErrTranscriptLimit = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
 		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
 )
+
+// Peers lets any node serve a transcript opened on another (several nodes behind one load
+// balancer): a transcript's id names the node that holds its decode state, and a request for
+// another node's transcript is forwarded there. package cluster implements it.
+type Peers interface {
+	// NodeID is this node's id (a-z, 0-9, -; no dots), embedded in the ids of its transcripts.
+	NodeID() string
+	// Forward serves r on node, the owner of the transcript it names, answering the client
+	// itself: when node is gone it answers transcript_not_found.
+	Forward(w http.ResponseWriter, r *http.Request, node string)
+}
+
+// ForwardedHeader marks a request that a peer forwarded (cluster.ForwardedHeader).
+const ForwardedHeader = "X-Voiced-Forwarded-By"
 
 // TranscriptDoor serves the half-duplex streaming transcript (reference/001):
 // POST /v1/audio/transcript opens one, POST /v1/audio/transcript/{id} pushes raw PCM16LE mono
@@ -71,7 +89,7 @@ type TranscriptDoor struct {
 }
 
 type tomb struct {
-	why *Refusal
+	why *door.Refusal
 	at  time.Time
 }
 
@@ -135,14 +153,14 @@ func (d *TranscriptDoor) limits() (limit, idle time.Duration, guard, cut int) {
 func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	engine := d.svc.Whisper
 	if engine == nil {
-		WriteError(w, ErrNotWarm)
+		door.WriteError(w, ErrNotWarm)
 		return
 	}
 	d.sweep()
 	model, err := d.squelchModel()
 	if err != nil {
 		d.svc.log.Error("transcript: load squelch", "err", err)
-		WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	cfg := d.Squelch
@@ -150,13 +168,13 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	sq, err := squelch.New(cfg)
 	if err != nil {
 		d.svc.log.Error("transcript: squelch", "err", err)
-		WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	_, _, guard, cut := d.limits()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transcript{
-		id: newTranscriptID(), engine: engine, observe: d.svc.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
+		id: d.newID(), engine: engine, observe: d.svc.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		lastUsed: time.Now(),
 	}
@@ -165,7 +183,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		d.mu.Unlock()
 		cancel()
 		sq.Close()
-		WriteError(w, ErrShuttingDown)
+		door.WriteError(w, door.ErrShuttingDown)
 		return
 	}
 	d.sessions[t.id] = t
@@ -176,43 +194,46 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 
 // Push answers POST /v1/audio/transcript/{id}.
 func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
+	if d.forwarded(w, r) {
+		return
+	}
 	d.sweep()
 	t, refusal := d.find(r.PathValue("id"))
 	if refusal != nil {
-		WriteError(w, refusal)
+		door.WriteError(w, refusal)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, FrameLimit+1))
 	if err != nil {
-		WriteError(w, Refuse(ErrBadForm, "reading the body failed: "+err.Error()))
+		door.WriteError(w, door.Refuse(ErrBadForm, "reading the body failed: "+err.Error()))
 		return
 	}
 	if len(body) > FrameLimit {
-		WriteError(w, Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept"))
+		door.WriteError(w, door.Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept"))
 		return
 	}
 	pcm, err := audio.PCM16ToFloat32(body)
 	if err != nil {
-		WriteError(w, Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
+		door.WriteError(w, door.Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
 		return
 	}
 	limit, _, _, _ := d.limits()
 	t.mu.Lock()
 	if t.sq == nil { // closed between find and here
 		t.mu.Unlock()
-		WriteError(w, ErrTranscriptClosed)
+		door.WriteError(w, ErrTranscriptClosed)
 		return
 	}
 	if t.pushed+int64(len(pcm)) > int64(limit.Seconds()*audio.WhisperSampleRate) {
 		t.mu.Unlock()
-		WriteError(w, ErrTranscriptLimit)
+		door.WriteError(w, ErrTranscriptLimit)
 		return
 	}
 	admitted, err := t.sq.Push(pcm)
 	if err != nil {
 		t.mu.Unlock()
 		d.svc.log.Error("transcript: squelch push", "id", t.id, "err", err)
-		WriteError(w, Refuse(ErrTranscriptionFailed, "the squelch failed on this push; it was not taken"))
+		door.WriteError(w, door.Refuse(ErrTranscriptionFailed, "the squelch failed on this push; it was not taken"))
 		return
 	}
 	t.pushed += int64(len(pcm))
@@ -239,16 +260,19 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 // decoded, and the whole text is answered. duration is 0: a close puts no new audio before the
 // decoder (the squelch's held lead is silence and is dropped).
 func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
+	if d.forwarded(w, r) {
+		return
+	}
 	id := r.PathValue("id")
 	t, refusal := d.find(id)
 	if refusal != nil {
-		WriteError(w, refusal)
+		door.WriteError(w, refusal)
 		return
 	}
 	d.mu.Lock()
 	if d.sessions[id] != t { // a concurrent DELETE won
 		d.mu.Unlock()
-		WriteError(w, ErrTranscriptClosed)
+		door.WriteError(w, ErrTranscriptClosed)
 		return
 	}
 	delete(d.sessions, id)
@@ -256,7 +280,7 @@ func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
 	d.mu.Unlock()
 	text, err := t.finish(r.Context(), d.svc)
 	if err != nil {
-		WriteError(w, err)
+		door.WriteError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: 0})
@@ -287,7 +311,7 @@ func (d *TranscriptDoor) openCount() int {
 	return len(d.sessions)
 }
 
-func (d *TranscriptDoor) find(id string) (*transcript, *Refusal) {
+func (d *TranscriptDoor) find(id string) (*transcript, *door.Refusal) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.sessions[id]; ok {
@@ -355,10 +379,48 @@ func (d *TranscriptDoor) sweep() {
 	}
 }
 
-func newTranscriptID() string {
+// newID is a fresh transcript id: tr_<node>.<hex> when the service has Peers (so any node can
+// find the owner), tr_<hex> otherwise.
+func (d *TranscriptDoor) newID() string {
 	var b [16]byte
 	rand.Read(b[:])
+	if p := d.svc.cfg.Peers; p != nil {
+		return "tr_" + p.NodeID() + "." + hex.EncodeToString(b[:])
+	}
 	return "tr_" + hex.EncodeToString(b[:])
+}
+
+// ownerOf is the node named in a transcript id ("" when it names none).
+func ownerOf(id string) string {
+	rest, ok := strings.CutPrefix(id, "tr_")
+	if !ok {
+		return ""
+	}
+	node, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// forwarded hands a request for another node's transcript to that node (Peers.Forward) and
+// reports whether it did. A request a peer already forwarded is never forwarded again: a node
+// that is not the owner answers it transcript_not_found.
+func (d *TranscriptDoor) forwarded(w http.ResponseWriter, r *http.Request) bool {
+	p := d.svc.cfg.Peers
+	if p == nil {
+		return false
+	}
+	owner := ownerOf(r.PathValue("id"))
+	if owner == "" || owner == p.NodeID() {
+		return false
+	}
+	if r.Header.Get(ForwardedHeader) != "" {
+		door.WriteError(w, ErrTranscriptNotFound)
+		return true
+	}
+	p.Forward(w, r, owner)
+	return true
 }
 
 func (t *transcript) poke() {

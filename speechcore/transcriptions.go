@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/audio"
 )
 
@@ -19,21 +20,21 @@ const MaxUploadBytes = 64 << 20
 
 // Refusals of POST /v1/audio/transcriptions, by name (shown in OpenAI's error shape).
 var (
-	ErrMissingFile = &Refusal{Status: http.StatusBadRequest, Name: "missing_file",
+	ErrMissingFile = &door.Refusal{Status: http.StatusBadRequest, Name: "missing_file",
 		Message: "send the audio as the multipart/form-data field 'file' (WAV, or raw PCM16LE mono 16 kHz)"}
-	ErrEmptyUpload = &Refusal{Status: http.StatusBadRequest, Name: "empty_upload",
+	ErrEmptyUpload = &door.Refusal{Status: http.StatusBadRequest, Name: "empty_upload",
 		Message: "the uploaded file holds no audio"}
-	ErrBrokenWAV = &Refusal{Status: http.StatusBadRequest, Name: "invalid_wav",
+	ErrBrokenWAV = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_wav",
 		Message: "the WAV file's header is broken or its data is truncated"}
-	ErrUnsupportedEncoding = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_encoding",
+	ErrUnsupportedEncoding = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_encoding",
 		Message: "the WAV file's encoding is not supported: send 8/16/24/32-bit PCM or 32-bit float WAV, or raw PCM16LE mono 16 kHz"}
-	ErrUnsupportedRate = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_sample_rate",
+	ErrUnsupportedRate = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_sample_rate",
 		Message: "the WAV file's sample rate is not supported"}
-	ErrResponseFormat = &Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
+	ErrResponseFormat = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
 		Message: "response_format must be json, text, verbose_json, srt or vtt"}
-	ErrUploadTooLarge = &Refusal{Status: http.StatusRequestEntityTooLarge, Name: "upload_too_large",
+	ErrUploadTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "upload_too_large",
 		Message: fmt.Sprintf("the upload is over %d MiB", MaxUploadBytes>>20)}
-	ErrBadForm = &Refusal{Status: http.StatusBadRequest, Name: "invalid_form",
+	ErrBadForm = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_form",
 		Message: "the body must be multipart/form-data with a 'file' field"}
 )
 
@@ -86,7 +87,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch format {
 	case "json", "text", "verbose_json", "srt", "vtt":
 	default:
-		writeOpenAIError(w, Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", format)))
+		writeOpenAIError(w, door.Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", format)))
 		return
 	}
 	defer d.svc.opened("transcriptions")()
@@ -135,13 +136,13 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readUpload parses the form and returns the audio as 16 kHz mono float32.
-func readUpload(r *http.Request, format *string) ([]float32, *Refusal) {
+func readUpload(r *http.Request, format *string) ([]float32, *door.Refusal) {
 	if err := r.ParseMultipartForm(8 << 20); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, ErrUploadTooLarge
 		}
-		return nil, Refuse(ErrBadForm, "the body must be multipart/form-data with a 'file' field: "+err.Error())
+		return nil, door.Refuse(ErrBadForm, "the body must be multipart/form-data with a 'file' field: "+err.Error())
 	}
 	defer r.MultipartForm.RemoveAll()
 	if f := r.FormValue("response_format"); f != "" {
@@ -158,20 +159,20 @@ func readUpload(r *http.Request, format *string) ([]float32, *Refusal) {
 		if errors.As(err, &tooBig) {
 			return nil, ErrUploadTooLarge
 		}
-		return nil, Refuse(ErrBadForm, "reading the upload failed: "+err.Error())
+		return nil, door.Refuse(ErrBadForm, "reading the upload failed: "+err.Error())
 	}
 	return decodeUpload(data)
 }
 
 // decodeUpload reads a WAV (by its RIFF magic) or raw PCM16LE mono 16 kHz.
-func decodeUpload(data []byte) ([]float32, *Refusal) {
+func decodeUpload(data []byte) ([]float32, *door.Refusal) {
 	if len(data) == 0 {
 		return nil, ErrEmptyUpload
 	}
 	if !bytes.HasPrefix(data, []byte("RIFF")) {
 		pcm, err := audio.PCM16ToFloat32(data)
 		if err != nil {
-			return nil, Refuse(ErrOddLengthPCM, "a file that is not a WAV is read as raw PCM16LE mono 16 kHz, which needs an even number of bytes")
+			return nil, door.Refuse(ErrOddLengthPCM, "a file that is not a WAV is read as raw PCM16LE mono 16 kHz, which needs an even number of bytes")
 		}
 		return pcm, nil
 	}
@@ -180,11 +181,11 @@ func decodeUpload(data []byte) ([]float32, *Refusal) {
 	case errors.Is(err, audio.ErrWAVEmpty):
 		return nil, ErrEmptyUpload
 	case errors.Is(err, audio.ErrWAVEncoding):
-		return nil, Refuse(ErrUnsupportedEncoding, ErrUnsupportedEncoding.Message+" ("+err.Error()+")")
+		return nil, door.Refuse(ErrUnsupportedEncoding, ErrUnsupportedEncoding.Message+" ("+err.Error()+")")
 	case errors.Is(err, audio.ErrRate):
-		return nil, Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message+" ("+err.Error()+")")
+		return nil, door.Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message+" ("+err.Error()+")")
 	case err != nil:
-		return nil, Refuse(ErrBrokenWAV, ErrBrokenWAV.Message+" ("+err.Error()+")")
+		return nil, door.Refuse(ErrBrokenWAV, ErrBrokenWAV.Message+" ("+err.Error()+")")
 	}
 	if len(pcm) == 0 {
 		return nil, ErrEmptyUpload
@@ -208,7 +209,7 @@ type openAIError struct {
 func writeOpenAIError(w http.ResponseWriter, err error) {
 	var body openAIError
 	status := http.StatusInternalServerError
-	var r *Refusal
+	var r *door.Refusal
 	if errors.As(err, &r) {
 		status = r.Status
 		body.Error.Message, body.Error.Code = r.Message, r.Name

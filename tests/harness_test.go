@@ -132,6 +132,7 @@ type serverOpts struct {
 	DataDir  string   // "" = a fresh t.TempDir()
 	Args     []string // extra serve flags
 	NoSecret bool     // do not pass --jwt-secret-file even when the binary has it
+	Token    string   // the service token; "" = a fresh random one
 }
 
 type server struct {
@@ -156,7 +157,10 @@ var secretOnce = []byte("voiced-e2e-principal-secret-0123456789abcdef") // ≥ 3
 func startServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
 	dir := t.TempDir()
-	s := &server{t: t, Token: "e2e-token-" + randHex(8), DataDir: o.DataDir, exited: make(chan struct{})}
+	s := &server{t: t, Token: o.Token, DataDir: o.DataDir, exited: make(chan struct{})}
+	if s.Token == "" {
+		s.Token = "e2e-token-" + randHex(8)
+	}
 	if s.DataDir == "" {
 		s.DataDir = filepath.Join(dir, "data")
 	}

@@ -111,8 +111,9 @@ type SessionPatch struct {
 	ToolChoice      Field[ToolChoice]
 	Temperature     Field[float64] // beta only, 0.6..1.2
 	MaxOutputTokens Field[int]     // 1..4096, 0 = "inf"
-	// Ignored lists the parameters accepted and ignored (tracing,
-	// truncation, prompt, include, client_secret), for logging.
+	// Ignored lists the parameters accepted and not applied (tracing,
+	// truncation, prompt, reasoning, include, client_secret, MCP tool
+	// entries), for the session to log as a warning.
 	Ignored []string
 
 	marker string // the first field that showed the shape, for Redecide's error

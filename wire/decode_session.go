@@ -15,8 +15,10 @@ var (
 		"modalities", "voice", "input_audio_format", "output_audio_format", "turn_detection",
 		"input_audio_transcription", "input_audio_noise_reduction", "temperature", "max_response_output_tokens",
 	}
-	// Accepted and ignored in either shape: agents SDKs send tracing by default.
-	ignoredSessionFields = []string{"tracing", "truncation", "prompt", "include", "client_secret", "input_audio_format_options"}
+	// Accepted and ignored in either shape, reported in SessionPatch.Ignored: fields OpenAI defines
+	// that voiced does not act on. Refusing them would refuse the whole update and drop the
+	// client's instructions and tools (agents SDKs send tracing by default).
+	ignoredSessionFields = []string{"tracing", "truncation", "prompt", "include", "client_secret", "input_audio_format_options", "reasoning"}
 )
 
 func decodeSessionUpdate(h ClientHeader, raw json.RawMessage, d Dialect) (*SessionUpdate, *Error) {
@@ -78,6 +80,7 @@ func decodeCommonKey(p *SessionPatch, k string, raw json.RawMessage, id string) 
 		p.Instructions, err = fieldOf(raw, param, id, parseString)
 	case "tools":
 		p.Tools, err = fieldOf(raw, param, id, parseTools)
+		p.Ignored = append(p.Ignored, hostedTools(raw, param)...)
 	case "tool_choice":
 		p.ToolChoice, err = fieldOf(raw, param, id, parseToolChoice)
 	case "max_output_tokens":
@@ -692,6 +695,27 @@ func parseTurnDetection(raw json.RawMessage, param, id string) (TurnDetection, *
 	return td, nil
 }
 
+// hostedToolTypes are tool entries OpenAI runs on its side (remote MCP servers): voiced accepts
+// them in tools and does not apply them.
+var hostedToolTypes = []string{"mcp"}
+
+// hostedTools names the entries of a tools array that are hosted tools ("session.tools[1] (mcp)").
+func hostedTools(raw json.RawMessage, param string) []string {
+	var list []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	var out []string
+	for i, t := range list {
+		if slices.Contains(hostedToolTypes, t.Type) {
+			out = append(out, fmt.Sprintf("%s[%d] (%s)", param, i, t.Type))
+		}
+	}
+	return out
+}
+
 func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil {
@@ -708,6 +732,9 @@ func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 		}
 		if err := unmarshalObject(r, p, id, &in); err != nil {
 			return nil, err
+		}
+		if in.Type != nil && slices.Contains(hostedToolTypes, *in.Type) {
+			continue // accepted, not applied: hostedTools reports it
 		}
 		if in.Type != nil {
 			if err := oneOf(p+".type", id, *in.Type, "function"); err != nil {

@@ -78,8 +78,8 @@ func TestDecodeClientEvents(t *testing.T) {
 				"output_modalities":["audio"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},
 				"transcription":{"model":"gpt-4o-mini-transcribe"},"turn_detection":{"type":"semantic_vad","eagerness":"medium","create_response":true,"interrupt_response":true},
 				"noise_reduction":null},"output":{"format":{"type":"audio/pcm","rate":24000},"voice":"ash","speed":1}},
-				"tools":[{"type":"function","name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],
-				"tool_choice":"auto","tracing":"auto"}}`,
+				"tools":[{"type":"mcp","server_label":"deepwiki","server_url":"https://example.com/mcp"},{"type":"function","name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],
+				"tool_choice":"auto","tracing":"auto","reasoning":{"effort":"low"}}}`,
 			check: func(t *testing.T, ev ClientEvent) {
 				u := ev.(*SessionUpdate)
 				p := u.Session
@@ -96,7 +96,7 @@ func TestDecodeClientEvents(t *testing.T) {
 				if !p.NoiseReduction.Cleared() || p.TextOnly.Value || len(p.Tools.Value) != 1 || p.Tools.Value[0].Name != "get_weather" {
 					t.Errorf("noise/modalities/tools %+v", p)
 				}
-				if !reflect.DeepEqual(p.Ignored, []string{"session.tracing"}) {
+				if !reflect.DeepEqual(p.Ignored, []string{"session.reasoning", "session.tools[0] (mcp)", "session.tracing"}) {
 					t.Errorf("ignored %v", p.Ignored)
 				}
 			},
@@ -379,7 +379,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"temperature out of range", Beta, `{"type":"session.update","session":{"temperature":2}}`, CodeInvalidValue, "session.temperature", "", ""},
 		{"speed out of range", GA, `{"type":"session.update","session":{"type":"realtime","audio":{"output":{"speed":3}}}}`, CodeInvalidValue, "session.audio.output.speed", "", ""},
 		{"max tokens out of range", Beta, `{"type":"session.update","session":{"max_response_output_tokens":5000}}`, CodeInvalidValue, "session.max_response_output_tokens", "", ""},
-		{"mcp tool", GA, `{"type":"session.update","session":{"type":"realtime","tools":[{"type":"mcp","server_label":"x"}]}}`, CodeInvalidValue, "session.tools[0].type", "", ""},
+		{"hosted tool of another type", GA, `{"type":"session.update","session":{"type":"realtime","tools":[{"type":"web_search"}]}}`, CodeInvalidValue, "session.tools[0].type", "", ""},
 		{"tool without name", GA, `{"type":"session.update","session":{"tools":[{"type":"function"}]}}`, CodeMissingRequiredParameter, "session.tools[0].name", "", ""},
 		{"tool_choice object without name", GA, `{"type":"session.update","session":{"tool_choice":{"type":"function"}}}`, CodeMissingRequiredParameter, "session.tool_choice.name", "", ""},
 		{"bad noise reduction", GA, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"noise_reduction":{"type":"studio"}}}}}`, CodeInvalidValue, "session.audio.input.noise_reduction.type", "", ""},

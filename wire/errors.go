@@ -22,6 +22,8 @@ const (
 	CodeActiveResponse           = "conversation_already_has_active_response"
 	CodeCancelNotActive          = "response_cancel_not_active"
 	CodeTruncateInvalidItemID    = "item_truncate_invalid_item_id"
+	CodeRetrieveInvalidItemID    = "item_retrieve_invalid_item_id"
+	CodeDeleteInvalidItemID      = "item_delete_invalid_item_id"
 	CodeSessionExpired           = "session_expired"
 	CodeServerError              = "server_error"
 )
@@ -130,6 +132,20 @@ func ErrAudioEndTooLong(audioMs, requestedMs int, eventID string) *Error {
 // "previous_item_id") naming an item the conversation does not hold.
 func ErrItemNotFound(param, itemID, eventID string) *Error {
 	return invalidRequest(CodeInvalidValue, param, eventID, "Item with item_id not found: %s", itemID)
+}
+
+// ErrRetrieveUnknownItem answers conversation.item.retrieve of an item the conversation does not
+// hold, as OpenAI does: Pipecat matches the code and reads the item id back from the client's
+// event_id ("rci_<item_id>"), and ends its session on any other code.
+func ErrRetrieveUnknownItem(itemID, eventID string) *Error {
+	return invalidRequest(CodeRetrieveInvalidItemID, "item_id", eventID,
+		"Error retrieving item: the item with id '%s' does not exist.", itemID)
+}
+
+// ErrDeleteUnknownItem answers conversation.item.delete of an item the conversation does not hold.
+func ErrDeleteUnknownItem(itemID, eventID string) *Error {
+	return invalidRequest(CodeDeleteInvalidItemID, "item_id", eventID,
+		"Error deleting item: the item with id '%s' does not exist.", itemID)
 }
 
 // ErrSessionExpired is sent before closing a session that hit its limit (close 1001).

@@ -35,6 +35,11 @@ type converseBench struct {
 	utts      []utterance
 	seq       atomic.Int64
 	errors    errCounter
+	// What the server told the clients, summed over every conversation (the soak's meter check):
+	// reply audio received (24 kHz samples) and response.done's usage, in microseconds.
+	receivedSamples atomic.Int64
+	reportedHeardUs atomic.Int64
+	reportedSpokeUs atomic.Int64
 }
 
 // event is one server event as the bench needs it, stamped on arrival.
@@ -589,6 +594,10 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 				Transcript string `json:"transcript"`
 				Response   struct {
 					Status string `json:"status"`
+					Usage  struct {
+						Heard  float64 `json:"heard_seconds"`
+						Spoken float64 `json:"spoken_seconds"`
+					} `json:"usage"`
 				} `json:"response"`
 				Error struct {
 					Message string `json:"message"`
@@ -605,6 +614,12 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 				e.text = ev.Transcript
 			case "response.audio.delta", "response.output_audio.delta":
 				e.typ = "audio.delta"
+				if raw, err := base64.StdEncoding.DecodeString(ev.Delta); err == nil {
+					b.receivedSamples.Add(int64(len(raw) / 2))
+				}
+			case "response.done":
+				b.reportedHeardUs.Add(int64(ev.Response.Usage.Heard * 1e6))
+				b.reportedSpokeUs.Add(int64(ev.Response.Usage.Spoken * 1e6))
 			}
 			select {
 			case events <- e:

@@ -5,6 +5,7 @@
 //	voiced-bench transcribe -url http://127.0.0.1:8200 -token-file var/token -n 4 -duration 20s
 //	voiced-bench synthesize -token-file var/token -n 2 -duration 20s -json out.json
 //	voiced-bench converse  -token-file var/token -jwt-secret-file var/jwt.secret -turns 20
+//	voiced-bench soak      -token-file var/token -jwt-secret-file var/jwt.secret -duration 10m -png soak.png
 //
 // Results print as a table (p50/p95/p99 per measurement, nearest rank) and, with -json, as JSON.
 package main
@@ -44,6 +45,8 @@ func main() {
 		err = runSynthesize(ctx, args)
 	case "converse":
 		err = runConverse(ctx, args)
+	case "soak":
+		err = runSoak(ctx, args)
 	case "-h", "-help", "--help", "help":
 		usage(os.Stdout)
 		return
@@ -64,6 +67,7 @@ func usage(w io.Writer) {
 transcribe  N concurrent WS /v1/transcribe sessions streaming real speech, paced or as fast as possible
 synthesize  N concurrent WS /v1/synthesize sockets speaking sentences
 converse    realtime conversation: answer latency split by stage, conversations per core, memory per idle conversation
+soak        N conversations (reconnecting) + raw doors for -duration; samples memory, goroutines, files, queue, latency; verdict + JSON + PNG
 `)
 }
 

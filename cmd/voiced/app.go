@@ -4,10 +4,14 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
@@ -23,18 +27,30 @@ type App struct {
 	// Speech is the speech service (set by the speech component, orderSpeech). Doors that need
 	// the mount wrap themselves with Speech.Guard.
 	Speech *speechcore.Service
+	// Origins is --allow-origin, parsed once: the one origin policy of every socket and browser route.
+	Origins door.Origins
 	// Sockets tracks hijacked WebSocket connections for graceful shutdown (same as Speech.Sockets).
-	Sockets *speechcore.Sockets
+	Sockets *door.Sockets
 	// Voice reports the conversations' capacity for /health (set by the conversation component;
 	// nil reports ok:false, busy:0, capacity:0).
-	Voice speechcore.VoiceReporter
+	Voice door.VoiceReporter
 	// Meter keeps seconds heard and spoken (set by the meter component, orderStores).
 	Meter *meter.Meter
 	// Tickets is the shared ticket store when --ticket-store names one (set by the meter component,
 	// orderStores); nil means the conversation keeps tickets in memory.
 	Tickets session.TicketStore
+	// Peers lets other nodes serve this node's transcripts (set by the cluster component,
+	// orderStores, when --ticket-store names a shared Redis); nil on a single node.
+	Peers speechcore.Peers
+	// listened are called with the listener's address once it is bound (OnListen).
+	listened []func(addr net.Addr, tls bool)
 	// Metrics is the Prometheus registry /metrics serves; components register their collectors on it.
 	Metrics *prometheus.Registry
+
+	// draining is set when shutdown begins: GET /health/ready answers 503 from then on.
+	draining atomic.Bool
+	// readyChecks are what GET /health/ready asks besides the speech core (ReadyCheck).
+	readyChecks []readyCheck
 
 	mux      *http.ServeMux
 	auth     func(http.Handler) http.Handler // set by the auth component
@@ -83,9 +99,31 @@ func requireAuth(a *App, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.auth == nil {
 			// No auth component ran: refuse rather than serve open.
-			speechcore.WriteError(w, errUnauthorized)
+			door.WriteError(w, errUnauthorized)
 			return
 		}
 		a.auth(h).ServeHTTP(w, r)
 	})
+}
+
+// readyCheck is one dependency the readiness probe asks: name is the refusal's name when it fails.
+type readyCheck struct {
+	name  string
+	check func(context.Context) error
+}
+
+// ReadyCheck adds a dependency GET /health/ready asks (a store's ping); when check fails the
+// probe answers 503 with name. Call it from a component's start.
+func (a *App) ReadyCheck(name string, check func(context.Context) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.readyChecks = append(a.readyChecks, readyCheck{name, check})
+}
+
+// OnListen adds a hook called once the listener is bound, with its address (a component that
+// must tell others where this node is, when no address was configured).
+func (a *App) OnListen(fn func(addr net.Addr, tls bool)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.listened = append(a.listened, fn)
 }

@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/door"
 )
 
-var errUnauthorized = speechcore.NewRefusal(http.StatusUnauthorized, "unauthorized",
+var errUnauthorized = door.NewRefusal(http.StatusUnauthorized, "unauthorized",
 	"this route needs the service token: Authorization: Bearer <token>")
 
 func init() {
@@ -43,12 +43,12 @@ func init() {
 					app.auth = func(h http.Handler) http.Handler { return h }
 				default:
 					// Same series as the doors' refusals (kind is constant, reason variable in all three).
-					refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: speechcore.MetricSessionsRefused,
-						Help: speechcore.MetricSessionsRefusedHelp, ConstLabels: prometheus.Labels{"kind": "service"}}, []string{"reason"})
+					refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: door.MetricSessionsRefused,
+						Help: door.MetricSessionsRefusedHelp, ConstLabels: prometheus.Labels{"kind": "service"}}, []string{"reason"})
 					if app.Metrics != nil {
 						app.Metrics.MustRegister(refused)
 					}
-					app.auth = bearer(token, refused.WithLabelValues(speechcore.ReasonAuth).Inc)
+					app.auth = bearer(token, refused.WithLabelValues(door.ReasonAuth).Inc)
 				}
 				return nil
 			},
@@ -98,7 +98,7 @@ func bearer(token []byte, refused func()) func(http.Handler) http.Handler {
 				if refused != nil {
 					refused() // voiced_sessions_refused_total{kind="service",reason="auth"}
 				}
-				speechcore.WriteError(w, errUnauthorized)
+				door.WriteError(w, errUnauthorized)
 				return
 			}
 			next.ServeHTTP(w, r)

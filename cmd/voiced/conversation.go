@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/session"
@@ -33,7 +34,6 @@ func init() {
 // conversationComponent holds the component's flags and, once started, its server.
 type conversationComponent struct {
 	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
-	origins                                                 string
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
 	maxConversations, maxPerTenant                          int
@@ -49,7 +49,6 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.audience, "jwt-audience", "", "required aud of principal JWTs (unchecked when empty)")
 	fs.StringVar(&c.orgClaim, "jwt-org-claim", "org", "the JWT claim naming the principal's own org")
 	fs.StringVar(&c.orgsClaim, "jwt-orgs-claim", "orgs", "the JWT claim listing the orgs X-Org-Id may name")
-	fs.StringVar(&c.origins, "allow-origin", "", "comma-separated browser origins (https://app.example.com) or host patterns (*.example.com) allowed to open a realtime socket; a page from this host is always allowed")
 	fs.IntVar(&c.maxConversations, "max-conversations", session.DefaultMaxConversations, "concurrent realtime conversations; beyond it 429 + Retry-After at the handshake")
 	fs.IntVar(&c.maxPerTenant, "max-per-tenant", session.DefaultMaxPerTenant, "concurrent conversations per org (per subject without an org)")
 	fs.DurationVar(&c.sessionLimit, "session-limit", session.DefaultSessionLimit, "audio a conversation may carry before a clean close (session_expired, 1001)")
@@ -93,7 +92,7 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 		return err
 	}
 	cfg := session.Config{
-		Verifier: verifier, Tickets: app.Tickets, AllowOrigins: splitList(c.origins),
+		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Log: app.Log.With("component", "conversation"),
 		Engines: speechEngines(app, m),
@@ -160,19 +159,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// originHosts turns --allow-origin entries into the host patterns coder/websocket matches
-// (https://app.example.com → app.example.com) for the speech doors.
-func originHosts(list []string) []string {
-	out := make([]string, 0, len(list))
-	for _, o := range list {
-		if _, host, ok := strings.Cut(o, "://"); ok {
-			o = host
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
 func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind, error) {
 	if kind == "echo" || (kind == "" && url == "") {
 		return mind.Echo{}, nil
@@ -198,11 +184,11 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 		e.Meter = meterHook{app}
 		e.Admit = func(ctx context.Context, p session.Principal) error {
 			if err := app.Meter.CheckQuota(ctx, p.Subject); err != nil {
-				var r *speechcore.Refusal
+				var r *door.Refusal
 				if errors.As(err, &r) {
 					return r
 				}
-				return speechcore.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
+				return door.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
 			}
 			return nil
 		}

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 )
 
 // health is GET /health (no auth): {status, version, speech:{…}, voice:{ok, busy, capacity}}.
 type health struct {
-	Status  string                 `json:"status"`
-	Version string                 `json:"version"`
-	Speech  speechcore.Summary     `json:"speech"`
-	Voice   speechcore.VoiceHealth `json:"voice"`
+	Status  string             `json:"status"`
+	Version string             `json:"version"`
+	Speech  speechcore.Summary `json:"speech"`
+	Voice   door.VoiceHealth   `json:"voice"`
 }
 
 func init() {

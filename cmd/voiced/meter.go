@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/session"
 )
@@ -66,6 +67,7 @@ func init() {
 				closers = append(closers, store.Close)
 				m = meter.New(store, meter.Config{QuotaSecondsPerDay: quota, Log: app.Log.With("component", "meter")})
 				app.Meter = m
+				app.ReadyCheck("meter_store_unavailable", m.Ping)
 				app.Metrics.MustRegister(m.Collectors()...)
 				if ticketStore != "" {
 					rt, err := session.OpenRedisTickets(openCtx, ticketStore)
@@ -74,6 +76,7 @@ func init() {
 					}
 					closers = append(closers, rt.Close)
 					app.Tickets = rt
+					app.ReadyCheck("ticket_store_unavailable", rt.Ping)
 				}
 				app.Handle("GET /v1/usage", m.UsageHandler())
 				app.Handle("GET /metrics", promhttp.HandlerFor(app.Metrics, promhttp.HandlerOpts{}))

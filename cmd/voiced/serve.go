@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 )
 
@@ -24,6 +25,8 @@ type serverConfig struct {
 	tlsCert       string
 	tlsKey        string
 	shutdownGrace time.Duration
+	drainDelay    time.Duration
+	allowOrigin   string
 	logFormat     string
 	logLevel      string
 }
@@ -33,6 +36,8 @@ func (c *serverConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves https/wss")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long open sessions may finish before they are cancelled")
+	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, how long the listener stays open (GET /health/ready answering 503, new conversations refused) before it closes, so a load balancer sees the drain; part of --shutdown-grace")
+	fs.StringVar(&c.allowOrigin, "allow-origin", "", "comma-separated browser origins (https://app.example.com, https://*.example.com) or host patterns (*.example.com) allowed to open a socket or call a browser route; a page from this host is always allowed")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 }
@@ -121,10 +126,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if cfg.shutdownGrace < 0 {
 		return fail("configuration refused", fmt.Errorf("--shutdown-grace %v must be >= 0", cfg.shutdownGrace))
 	}
+	if cfg.drainDelay < 0 || cfg.drainDelay > cfg.shutdownGrace {
+		return fail("configuration refused", fmt.Errorf("--drain-delay %v must be between 0 and --shutdown-grace %v", cfg.drainDelay, cfg.shutdownGrace))
+	}
+	origins, err := door.ParseOrigins(splitList(cfg.allowOrigin))
+	if err != nil {
+		return fail("configuration refused", err)
+	}
 	app := &App{
+		Origins: origins,
 		Version: version,
 		Log:     log,
-		Sockets: speechcore.NewSockets(),
+		Sockets: door.NewSockets(),
 		Metrics: newMetricsRegistry(),
 		mux:     http.NewServeMux(),
 		flagSet: fs,
@@ -164,6 +177,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		app.runShutdown()
 		return fail("listen", err, "bind", cfg.bind)
 	}
+	app.mu.Lock()
+	listened := app.listened
+	app.mu.Unlock()
+	for _, fn := range listened {
+		fn(ln.Addr(), tlsCfg != nil)
+	}
 	srv := &http.Server{
 		Handler:           app.mux,
 		TLSConfig:         tlsCfg,
@@ -186,14 +205,28 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		app.runShutdown()
 		return fail("serve", err)
 	}
-	stopSignals() // a second signal now kills the process the default way
-	log.Info("shutting down", "grace", cfg.shutdownGrace.String(), "openSockets", app.Sockets.Open())
+	stopSignals()            // a second signal now kills the process the default way
+	app.draining.Store(true) // GET /health/ready answers 503 from now on
+	log.Info("shutting down", "grace", cfg.shutdownGrace.String(), "drainDelay", cfg.drainDelay.String(), "openSockets", app.Sockets.Open())
 
 	grace, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace)
 	defer cancel()
+	type drained struct{ cancelled, stuck int }
+	socketsDone := make(chan drained, 1)
+	go func() {
+		c, s := app.Sockets.Shutdown(grace, socketForceWait) // new sockets refused, open ones drain
+		socketsDone <- drained{c, s}
+	}()
+	// The listener stays open for the drain delay, so a load balancer polling /health/ready sees
+	// 503 and stops sending before connections are refused.
+	select {
+	case <-time.After(cfg.drainDelay):
+	case <-grace.Done():
+	}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Shutdown(grace) }()
-	cancelled, stuck := app.Sockets.Shutdown(grace, socketForceWait)
+	d := <-socketsDone
+	cancelled, stuck := d.cancelled, d.stuck
 	if err := <-httpDone; err != nil {
 		log.Warn("open requests outlived the grace period; closing them", "err", err.Error())
 		srv.Close()
@@ -231,8 +264,8 @@ func (a *App) serveFallback(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	speechPath := p == "/v1/voice" || strings.HasPrefix(p, "/v1/voice/") || strings.HasPrefix(p, "/v1/realtime")
 	if speechPath && a.Speech != nil && !a.Speech.Mounted() {
-		speechcore.WriteError(w, speechcore.ErrNotMounted)
+		door.WriteError(w, speechcore.ErrNotMounted)
 		return
 	}
-	speechcore.WriteError(w, speechcore.NewRefusal(http.StatusNotFound, "not_found", "no route "+r.Method+" "+p))
+	door.WriteError(w, door.NewRefusal(http.StatusNotFound, "not_found", "no route "+r.Method+" "+p))
 }

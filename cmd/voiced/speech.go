@@ -26,15 +26,15 @@ func init() {
 			validate: func(app *App) error {
 				cfg.Log = app.Log
 				cfg.Sockets = app.Sockets
-				// --allow-origin is registered by the conversation component; every socket door shares it.
-				if f := app.flagSet.Lookup("allow-origin"); f != nil {
-					cfg.AllowOrigins = originHosts(splitList(f.Value.String()))
-				}
+				cfg.Origins = app.Origins // one policy for every socket door (serve parsed --allow-origin)
 				var err error
 				svc, err = speechcore.New(cfg)
 				return err
 			},
 			start: func(ctx context.Context, app *App) error {
+				if app.Peers != nil { // the cluster starts first (orderStores)
+					svc.SetPeers(app.Peers)
+				}
 				if app.Meter != nil { // the meter starts first (orderStores); the raw doors meter under the service principal
 					svc.SetUsage(app.Meter)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwt"
+
 	"github.com/voiced/voiced/session"
 )
 

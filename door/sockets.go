@@ -1,15 +1,10 @@
-package speechcore
+package door
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"time"
 )
-
-// ErrShuttingDown refuses a socket that arrives after shutdown began.
-var ErrShuttingDown = &Refusal{Status: http.StatusServiceUnavailable, Name: "shutting_down",
-	Message: "the server is shutting down; reconnect to another instance or retry shortly", RetryAfter: time.Second}
 
 // Sockets tracks hijacked connections (WebSockets), which http.Server.Shutdown neither sees nor
 // waits for. A door calls Enter before it upgrades and the returned leave when its socket is

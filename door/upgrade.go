@@ -1,0 +1,74 @@
+package door
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/coder/websocket"
+)
+
+// Tracker registers a socket for graceful shutdown (*Sockets is one).
+type Tracker interface {
+	Enter(parent context.Context) (ctx context.Context, leave func(), err error)
+}
+
+// Kit is what a WebSocket door opens with: the origin policy, the shutdown registry and how a
+// refusal is answered.
+type Kit struct {
+	Origins Origins
+	Sockets Tracker // nil: sockets are not tracked for shutdown
+	// Refuse answers a refusal before the upgrade (it counts it, and writes the door's body);
+	// nil writes WriteError.
+	Refuse func(w http.ResponseWriter, err error)
+}
+
+// Upgrade admits one WebSocket, in the one order every door uses: the origin (before anything is
+// spent), then admit (the door's own checks: readiness, capacity, credential, quota; it returns
+// what releases its slot), then a place in the shutdown registry, then the upgrade. Every refusal
+// is answered by name and ok is false. done releases all of it; ctx is detached from the request
+// and cancelled when the shutdown grace ends. opts may be nil; the origin was checked here, so
+// Accept does not check it again.
+func (k Kit) Upgrade(w http.ResponseWriter, r *http.Request, admit func() (release func(), err error), opts *websocket.AcceptOptions) (ctx context.Context, conn *websocket.Conn, done func(), ok bool) {
+	refuse := k.Refuse
+	if refuse == nil {
+		refuse = WriteError
+	}
+	if err := k.Origins.Check(r); err != nil {
+		refuse(w, err)
+		return nil, nil, nil, false
+	}
+	release := func() {}
+	if admit != nil {
+		rel, err := admit()
+		if err != nil {
+			refuse(w, err)
+			return nil, nil, nil, false
+		}
+		if rel != nil {
+			release = rel
+		}
+	}
+	ctx = context.WithoutCancel(r.Context())
+	leave := func() {}
+	if k.Sockets != nil {
+		var err error
+		ctx, leave, err = k.Sockets.Enter(ctx)
+		if err != nil {
+			release()
+			refuse(w, err)
+			return nil, nil, nil, false
+		}
+	}
+	var o websocket.AcceptOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.InsecureSkipVerify, o.OriginPatterns = true, nil // the origin was checked above
+	conn, err := websocket.Accept(w, r, &o)
+	if err != nil { // Accept has answered the client
+		leave()
+		release()
+		return nil, nil, nil, false
+	}
+	return ctx, conn, func() { leave(); release() }, true
+}
