@@ -408,3 +408,13 @@ func (c *Call) pace() {
 		}
 	}
 }
+
+// Err is why the call ended (nil while it runs).
+func (c *Call) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}

@@ -82,6 +82,8 @@ var serverEvents = []struct {
 	{ResponseOutputItemDone{ResponseID: "resp_1", Item: assistantEnd}, "response.output_item.done", "response.output_item.done", []string{"response_id", "output_index", "item"}},
 	{ResponseDone{doneResponse()}, "response.done", "response.done", []string{"response"}},
 	{OutputAudioBufferCleared{ResponseID: "resp_1"}, "output_audio_buffer.cleared", "output_audio_buffer.cleared", []string{"response_id"}},
+	{OutputAudioBufferStarted{ResponseID: "resp_1"}, "output_audio_buffer.started", "output_audio_buffer.started", []string{"response_id"}},
+	{OutputAudioBufferStopped{ResponseID: "resp_1"}, "output_audio_buffer.stopped", "output_audio_buffer.stopped", []string{"response_id"}},
 }
 
 var eventIDPattern = regexp.MustCompile(`^event_[1-9A-HJ-NP-Za-km-z]{21}$`)
@@ -134,7 +136,8 @@ func TestEncodeNamesAndEnvelope(t *testing.T) {
 // every beta event must pass its UnmarshalServerEvent, keeping its values.
 func TestBetaEventsParseWithGoOpenAIRealtime(t *testing.T) {
 	e := NewEncoder(Beta)
-	notInV061 := map[string]bool{"conversation.item.retrieved": true, "output_audio_buffer.cleared": true}
+	notInV061 := map[string]bool{"conversation.item.retrieved": true, "output_audio_buffer.cleared": true,
+		"output_audio_buffer.started": true, "output_audio_buffer.stopped": true} // WebRTC only: never on its socket
 	for _, se := range serverEvents {
 		if se.beta == "" || notInV061[se.beta] {
 			continue

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,9 @@ type App struct {
 	// Voice reports the conversations' capacity for /health (set by the conversation component;
 	// nil reports ok:false, busy:0, capacity:0).
 	Voice door.VoiceReporter
+	// Conversations is the realtime conversation server (set by the conversation component,
+	// orderDoors); other transports (WebRTC calls) admit and run conversations through it.
+	Conversations *session.Server
 	// Meter keeps seconds heard and spoken (set by the meter component, orderStores).
 	Meter *meter.Meter
 	// Tickets is the shared ticket store when --ticket-store names one (set by the meter component,
@@ -63,6 +67,16 @@ type App struct {
 // Handle puts a route that needs the service token (Authorization: Bearer <token>) on the mux.
 func (a *App) Handle(pattern string, h http.Handler) {
 	a.mux.Handle(pattern, requireAuth(a, h))
+}
+
+// HandleBrowser puts a public route that browser pages on other sites call (an SDK minting a
+// ticket, posting an SDP offer): it answers the CORS preflight for the --allow-origin pages
+// (OPTIONS on the same path) and marks their answers (door.CORS).
+func (a *App) HandleBrowser(pattern string, h http.Handler) {
+	method, path, _ := strings.Cut(pattern, " ")
+	methods := method + ", OPTIONS"
+	a.mux.Handle(pattern, door.CORS(a.Origins, methods, h))
+	a.mux.Handle("OPTIONS "+path, door.CORS(a.Origins, methods, http.NotFoundHandler()))
 }
 
 // HandleFunc is Handle for a function.

@@ -104,9 +104,11 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 		return err
 	}
 	srv := c.srv
-	app.HandlePublic("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
-	app.HandlePublic("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
-	app.HandlePublic("POST /v1/realtime/client_secrets", http.HandlerFunc(srv.ServeClientSecrets))
+	app.Conversations = srv
+	// The routes a browser SDK calls from another site answer CORS for the --allow-origin pages.
+	app.HandleBrowser("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
+	app.HandleBrowser("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
+	app.HandleBrowser("POST /v1/realtime/client_secrets", http.HandlerFunc(srv.ServeClientSecrets))
 	app.HandlePublic("GET /v1/voice", http.HandlerFunc(srv.ServeVoice))
 	app.HandlePublic("GET /v1/realtime", http.HandlerFunc(srv.ServeRealtime))
 	app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)

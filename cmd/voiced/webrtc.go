@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/voiced/voiced/rtc"
+)
+
+// The webrtc component: WebRTC calls beside the WebSocket, over the same conversation engine —
+// POST /v1/realtime/calls (GA), POST /v1/realtime (beta, SDP body), and hanging up.
+func init() {
+	register("webrtc", orderDoors, func() *component {
+		var (
+			enabled                bool
+			ports, publicIPs, ice  string
+			iceUser, iceCredential string
+			udpMux, tcpMux         int
+			connectTimeout         time.Duration
+			cfg                    rtc.Config
+			endpoint               *rtc.Endpoint
+			signal                 *rtc.Signal
+		)
+		return &component{
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&enabled, "webrtc", true, "serve WebRTC calls (POST /v1/realtime/calls)")
+				fs.StringVar(&ports, "webrtc-udp-ports", "", "UDP port range for WebRTC media, MIN-MAX (default: any ephemeral port)")
+				fs.StringVar(&publicIPs, "webrtc-public-ip", "", "comma-separated public IPs to advertise instead of the host's (NAT 1:1, e.g. a cloud VM's public address)")
+				fs.IntVar(&udpMux, "webrtc-udp-mux-port", 0, "serve every call's media on this one UDP port (0: a port per call)")
+				fs.IntVar(&tcpMux, "webrtc-ice-tcp-port", 0, "also offer ICE over TCP on this one port, for clients whose UDP is blocked (0: off)")
+				fs.StringVar(&ice, "webrtc-ice-servers", "", "comma-separated STUN/TURN URLs handed to each call (stun:host:3478, turn:host:3478?transport=udp)")
+				fs.StringVar(&iceUser, "webrtc-turn-username", "", "username for the TURN servers in --webrtc-ice-servers")
+				fs.StringVar(&iceCredential, "webrtc-turn-credential", "", "credential for the TURN servers in --webrtc-ice-servers")
+				fs.DurationVar(&connectTimeout, "webrtc-connect-timeout", 15*time.Second, "a call whose ICE has not connected by then is released")
+			},
+			validate: func(app *App) error {
+				if !enabled {
+					return nil
+				}
+				if ports != "" {
+					lo, hi, ok := strings.Cut(ports, "-")
+					a, err1 := strconv.ParseUint(lo, 10, 16)
+					b, err2 := strconv.ParseUint(hi, 10, 16)
+					if !ok || err1 != nil || err2 != nil || a == 0 || a > b {
+						return fmt.Errorf("--webrtc-udp-ports %q must be MIN-MAX, 1 ≤ MIN ≤ MAX ≤ 65535", ports)
+					}
+					cfg.PortMin, cfg.PortMax = uint16(a), uint16(b)
+				}
+				for _, ip := range splitList(publicIPs) {
+					if net.ParseIP(ip) == nil {
+						return fmt.Errorf("--webrtc-public-ip %q is not an IP address", ip)
+					}
+					cfg.PublicIPs = append(cfg.PublicIPs, ip)
+				}
+				if udpMux < 0 || udpMux > 65535 || tcpMux < 0 || tcpMux > 65535 {
+					return fmt.Errorf("--webrtc-udp-mux-port and --webrtc-ice-tcp-port must be ports (0: off)")
+				}
+				cfg.UDPMuxPort, cfg.TCPMuxPort = udpMux, tcpMux
+				for _, u := range splitList(ice) {
+					if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {
+						return fmt.Errorf("--webrtc-ice-servers %q: a URL starts with stun:, stuns:, turn: or turns:", u)
+					}
+					s := webrtc.ICEServer{URLs: []string{u}}
+					if strings.HasPrefix(u, "turn") {
+						s.Username, s.Credential = iceUser, iceCredential
+					}
+					cfg.ICEServers = append(cfg.ICEServers, s)
+				}
+				if connectTimeout <= 0 {
+					return fmt.Errorf("--webrtc-connect-timeout must be > 0")
+				}
+				cfg.ConnectTimeout = connectTimeout
+				return nil
+			},
+			start: func(ctx context.Context, app *App) error {
+				if !enabled || app.Conversations == nil {
+					return nil
+				}
+				var err error
+				if endpoint, err = rtc.NewEndpoint(cfg); err != nil {
+					return fmt.Errorf("webrtc: %w", err)
+				}
+				signal = &rtc.Signal{Sessions: app.Conversations, Endpoint: endpoint, Log: app.Log.With("component", "webrtc")}
+				app.HandleBrowser("POST /v1/realtime/calls", http.HandlerFunc(signal.ServeCalls))
+				app.HandlePublic("POST /v1/realtime", http.HandlerFunc(signal.ServeBeta))
+				app.Handle("DELETE /v1/realtime/calls/{call_id}", http.HandlerFunc(signal.ServeHangup))
+				app.Handle("POST /v1/realtime/calls/{call_id}/hangup", http.HandlerFunc(signal.ServeHangup))
+				return nil
+			},
+			stop: func(ctx context.Context) error {
+				if signal != nil {
+					signal.Close()
+				}
+				if endpoint != nil {
+					return endpoint.Close()
+				}
+				return nil
+			},
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package rtc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/voiced/voiced/session"
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/wire"
+)
+
+// inboundQueue bounds what the call's goroutines hand the conversation (events from the data
+// channel, 20 ms runs of mic audio): when it is full they wait, and the peer is slowed by SCTP
+// and RTP's own backpressure instead of a buffer growing.
+const inboundQueue = 64
+
+// Transport carries one conversation on a call (session.Transport): the oai-events data channel
+// carries the same JSON events as the socket, mic audio arrives from the track
+// (Media.TrackInput) and reply audio is played on the outgoing track in real time (it is the
+// session.Player), with output_audio_buffer.started / .stopped sent as playback starts and
+// drains (session.EventSource). Make one with NewTransport, pass Handlers() to Endpoint.Answer,
+// then Bind the call.
+type Transport struct {
+	bound  atomic.Pointer[Call]
+	in     chan session.Inbound
+	gone   chan struct{} // closed by Close: the call's goroutines stop handing anything on
+	once   sync.Once
+	emit   atomic.Pointer[func(wire.ServerEvent)]
+	active atomic.Pointer[string] // the response being played
+}
+
+var (
+	_ session.Transport   = (*Transport)(nil)
+	_ session.Player      = (*Transport)(nil)
+	_ session.EventSource = (*Transport)(nil)
+)
+
+// NewTransport returns a transport waiting for its call.
+func NewTransport() *Transport {
+	return &Transport{in: make(chan session.Inbound, inboundQueue), gone: make(chan struct{})}
+}
+
+// Handlers are the call's callbacks that feed this transport.
+func (t *Transport) Handlers() Handlers {
+	return Handlers{
+		InputRate: OutputRate, // 24 kHz: the default pcm16 input format, so the engine only resamples once
+		Audio: func(pcm []float32) {
+			t.hand(session.Inbound{Audio: audio.Float32ToInt16(pcm), AudioRate: OutputRate})
+		},
+		Event: func(msg []byte) {
+			t.hand(session.Inbound{Event: append([]byte(nil), msg...)})
+		},
+		Output: func(started bool) {
+			emit := t.emit.Load()
+			if emit == nil {
+				return
+			}
+			id := ""
+			if p := t.active.Load(); p != nil {
+				id = *p
+			}
+			if started {
+				(*emit)(wire.OutputAudioBufferStarted{ResponseID: id})
+			} else {
+				(*emit)(wire.OutputAudioBufferStopped{ResponseID: id})
+			}
+		},
+	}
+}
+
+// hand passes one input on, waiting while the conversation is behind; dropped once the transport
+// or the call is gone.
+func (t *Transport) hand(in session.Inbound) {
+	var done <-chan struct{}
+	if c := t.bound.Load(); c != nil {
+		done = c.Done()
+	}
+	select {
+	case t.in <- in:
+	case <-t.gone:
+	case <-done:
+	}
+}
+
+// Bind attaches the answered call; call it before the conversation starts.
+func (t *Transport) Bind(c *Call) { t.bound.Store(c) }
+
+// Call is the call this transport carries.
+func (t *Transport) Call() *Call { return t.bound.Load() }
+
+// Receive returns the next event or run of mic audio; when the call has ended (hung up, ICE
+// failed or timed out) it returns an error wrapping session.ErrClientClosed.
+func (t *Transport) Receive(ctx context.Context) (session.Inbound, error) {
+	select {
+	case in := <-t.in:
+		return in, nil
+	case <-t.Call().Done():
+		return session.Inbound{}, fmt.Errorf("%w: %w", session.ErrClientClosed, t.Call().Err())
+	case <-ctx.Done():
+		return session.Inbound{}, ctx.Err()
+	}
+}
+
+// Send queues one server event on the data channel. Its queue is bounded: while it is full Send
+// waits (the engine bounds the wait with ctx: a peer that stopped reading ends the call).
+func (t *Transport) Send(ctx context.Context, event []byte) error {
+	for {
+		err := t.Call().Send(event)
+		if !errors.Is(err, ErrEventQueueFull) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.Call().Done():
+			return t.Call().Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Close hangs up (a second call does nothing).
+func (t *Transport) Close(session.End, string) {
+	t.once.Do(func() {
+		close(t.gone)
+		t.Call().Close()
+	})
+}
+
+// Media: mic audio on the track, reply audio played by this transport.
+func (t *Transport) Media() session.Media { return session.Media{TrackInput: true, Player: t} }
+
+// Attach is where output_audio_buffer.started / .stopped go.
+func (t *Transport) Attach(emit func(wire.ServerEvent)) { t.emit.Store(&emit) }
+
+// Play queues a response's audio (24 kHz) on the outgoing track; it blocks while the call's
+// buffer is full.
+func (t *Transport) Play(ctx context.Context, responseID string, pcm []int16) error {
+	t.active.Store(&responseID)
+	return t.Call().Play(ctx, audio.Int16ToFloat32(pcm))
+}
+
+// Clear drops what has not been played and returns Played.
+func (t *Transport) Clear() int64 { return t.Call().Clear() }
+
+// Played is how many samples of reply audio went out on the track.
+func (t *Transport) Played() int64 { return t.Call().Played() }

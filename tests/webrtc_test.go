@@ -1,0 +1,326 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v4/pkg/media"
+
+	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/speechcore/audio/opus"
+)
+
+// rtcClient is a WebRTC client as a browser SDK is: a microphone track, the oai-events data
+// channel, and the reply's track decoded as it arrives.
+type rtcClient struct {
+	pc     *webrtc.PeerConnection
+	mic    *webrtc.TrackLocalStaticSample
+	dc     *webrtc.DataChannel
+	dcOpen chan struct{}
+	events chan map[string]any
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	received int // reply samples (48 kHz) decoded from the track
+}
+
+func newRTCClient(t *testing.T) *rtcClient {
+	t.Helper()
+	m := &webrtc.MediaEngine{}
+	if err := m.RegisterDefaultCodecs(); err != nil {
+		t.Fatal(err)
+	}
+	se := webrtc.SettingEngine{}
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &rtcClient{pc: pc, dcOpen: make(chan struct{}), events: make(chan map[string]any, 1024)}
+	c.mic, _ = webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "mic", "client")
+	if _, err := pc.AddTrack(c.mic); err != nil {
+		t.Fatal(err)
+	}
+	if c.dc, err = pc.CreateDataChannel("oai-events", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.dc.OnOpen(func() { close(c.dcOpen) })
+	c.dc.OnMessage(func(msg webrtc.DataChannelMessage) {
+		var ev map[string]any
+		if json.Unmarshal(msg.Data, &ev) == nil {
+			select {
+			case c.events <- ev:
+			default:
+			}
+		}
+	})
+	pc.OnTrack(func(tr *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			dec, err := opus.NewDecoder()
+			if err != nil {
+				return
+			}
+			defer dec.Close()
+			for {
+				p, _, err := tr.ReadRTP()
+				if err != nil {
+					return
+				}
+				if pcm, err := dec.Decode(p.Payload); err == nil {
+					c.mu.Lock()
+					c.received += len(pcm)
+					c.mu.Unlock()
+				}
+			}
+		}()
+	})
+	t.Cleanup(func() { pc.Close(); c.wg.Wait() })
+	return c
+}
+
+// call posts the offer to POST /v1/realtime/calls with the credential, as the Agents SDK does,
+// and applies the answer; it returns the call's Location.
+func (c *rtcClient) call(t *testing.T, s *server, credential string) string {
+	t.Helper()
+	offer, err := c.pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(c.pc)
+	if err := c.pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	<-gathered
+	req, _ := http.NewRequest("POST", s.Base+"/v1/realtime/calls", strings.NewReader(c.pc.LocalDescription().SDP))
+	req.Header.Set("Authorization", "Bearer "+credential)
+	req.Header.Set("Content-Type", "application/sdp")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Content-Type") != "application/sdp" {
+		t.Fatalf("POST /v1/realtime/calls: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if err := c.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(body)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.dcOpen:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the oai-events data channel did not open")
+	}
+	return resp.Header.Get("Location")
+}
+
+// speak sends 24 kHz speech on the microphone track as paced 20 ms Opus packets.
+func (c *rtcClient) speak(t *testing.T, pcm24k []int16) {
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer enc.Close()
+	pcm := audio.Float32ToInt16(audio.Resample(audio.Int16ToFloat32(pcm24k), 24000, 48000))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; (i+1)*opus.FrameSamples <= len(pcm); i++ {
+		<-tick.C
+		p, err := enc.Encode(pcm[i*opus.FrameSamples : (i+1)*opus.FrameSamples])
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if c.mic.WriteSample(media.Sample{Data: p, Duration: 20 * time.Millisecond}) != nil {
+			return
+		}
+	}
+}
+
+// until reads events until one of type typ, failing on timeout; it returns all read.
+func (c *rtcClient) until(t *testing.T, typ string, d time.Duration) []map[string]any {
+	t.Helper()
+	var got []map[string]any
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-c.events:
+			got = append(got, ev)
+			if ev["type"] == typ {
+				return got
+			}
+		case <-deadline:
+			var types []string
+			for _, e := range got {
+				types = append(types, e["type"].(string))
+			}
+			t.Fatalf("no %s within %v; got %v", typ, d, types)
+		}
+	}
+}
+
+// TestWebRTCSpokenTurn: a WebRTC client (pion, as a browser SDK) with a GA ephemeral key from
+// /v1/realtime/client_secrets posts its offer to POST /v1/realtime/calls, gets session.created on
+// oai-events, speaks real speech on its microphone track, and hears the reply on the server's
+// track: the turn's events arrive on the data channel, no audio travels in events, playback is
+// announced (output_audio_buffer.started/.stopped), the call counts against the conversation cap,
+// and hanging up releases it.
+func TestWebRTCSpokenTurn(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "jwt-secret-file", "webrtc")
+	s := startRealtime(t, serverOpts{Args: []string{"--max-conversations", "1"}})
+	question := espeakSpeech(t, "What is the weather like today?")
+	c := newRTCClient(t)
+	location := c.call(t, s, s.mintGA(t, s.jwt("rtc-user", "acme")))
+	if !strings.HasPrefix(location, "/v1/realtime/calls/") {
+		t.Fatalf("Location %q", location)
+	}
+	c.until(t, "session.created", 10*time.Second)
+
+	// The call holds the one conversation slot: a WebSocket is refused at capacity meanwhile.
+	if st, body := s.do("GET", "/v1/voice/health", "", nil); st != 200 || !strings.Contains(string(body), `"busy":1`) {
+		t.Errorf("voice health during the call: %d %s, want busy 1", st, body)
+	}
+
+	go c.speak(t, append(append(silence24k(0.5), question...), silence24k(2)...))
+	evs := c.until(t, "response.done", 30*time.Second)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e["type"].(string))
+	}
+	all := strings.Join(types, " ")
+	for _, want := range []string{"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
+		"input_audio_buffer.committed", "response.created", "response.output_audio_transcript.delta", "response.done"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %s on the data channel: %s", want, all)
+		}
+	}
+	if strings.Contains(all, "response.output_audio.delta") {
+		t.Errorf("audio deltas travelled in events over WebRTC: %s", all)
+	}
+	if !strings.Contains(all, "output_audio_buffer.started") {
+		evs = append(evs, c.until(t, "output_audio_buffer.started", 10*time.Second)...)
+	}
+	c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	c.mu.Lock()
+	heard := c.received
+	c.mu.Unlock()
+	if heard < 48000/2 {
+		t.Errorf("the reply's track carried %d samples (48 kHz); want the spoken reply", heard)
+	}
+
+	// An append over WebRTC is refused by name (audio travels on the track).
+	c.dc.SendText(`{"type":"input_audio_buffer.append","audio":"AAAA"}`)
+	e := c.until(t, "error", 10*time.Second)
+	if code := e[len(e)-1]["error"].(map[string]any)["code"]; code != "input_audio_on_track" {
+		t.Errorf("append over WebRTC: error code %v, want input_audio_on_track", code)
+	}
+
+	// Hang up with the service token; the slot is released.
+	if st, body := s.do("DELETE", location, "", nil); st != 200 {
+		t.Fatalf("DELETE %s: %d %s", location, st, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := s.do("GET", "/v1/voice/health", "", nil)
+		if strings.Contains(string(body), `"busy":0`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call's slot was not released after hang-up: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, spoken := s.usageWhen(t, "rtc-user", func(_, spoken float64) bool { return spoken > 0 })
+	if spoken <= 0 {
+		t.Errorf("the call's reply was not metered")
+	}
+	s.stop()
+}
+
+// TestWebRTCRefusals: the call's offer is refused as the WebSocket handshake is, by name, and a
+// malformed body never spends the ticket.
+func TestWebRTCRefusals(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "jwt-secret-file", "webrtc")
+	s := startRealtime(t, serverOpts{Args: []string{"--allow-origin", "https://app.example.com"}})
+	post := func(credential, contentType, body, origin string) (int, string) {
+		req, _ := http.NewRequest("POST", s.Base+"/v1/realtime/calls", strings.NewReader(body))
+		if credential != "" {
+			req.Header.Set("Authorization", "Bearer "+credential)
+		}
+		req.Header.Set("Content-Type", contentType)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := s.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e struct{ Name string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Name
+	}
+	c := newRTCClient(t)
+	offer, _ := c.pc.CreateOffer(nil)
+	ticket := s.mintGA(t, s.jwt("rtc-refused", "acme"))
+	for name, tc := range map[string]struct {
+		credential, contentType, body, origin string
+		status                                int
+		want                                  string
+	}{
+		"no credential":      {"", "application/sdp", offer.SDP, "", 401, "missing_credential"},
+		"unknown ticket":     {"ek_" + strings.Repeat("0", 43), "application/sdp", offer.SDP, "", 401, "ticket_invalid"},
+		"bad JWT":            {"not.a.jwt", "application/sdp", offer.SDP, "", 401, "invalid_token"},
+		"origin not allowed": {ticket, "application/sdp", offer.SDP, "https://evil.example", 403, "origin_not_allowed"},
+		"not SDP":            {ticket, "text/plain", "hello", "", 400, "invalid_offer"},
+		"SDP without audio":  {ticket, "application/sdp", "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n", "", 400, "invalid_offer"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if st, got := post(tc.credential, tc.contentType, tc.body, tc.origin); st != tc.status || got != tc.want {
+				t.Errorf("%d %q, want %d %q", st, got, tc.status, tc.want)
+			}
+		})
+	}
+	// The refusals above (origin, body) did not spend the ticket: it still opens a call.
+	c2 := newRTCClient(t)
+	loc := c2.call(t, s, ticket)
+	c2.until(t, "session.created", 10*time.Second)
+	s.do("DELETE", loc, "", nil)
+
+	// CORS: a preflight from an allowed page passes and exposes Location; another page's is refused.
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequest("OPTIONS", s.Base+"/v1/realtime/calls", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, x-openai-agents-sdk")
+		resp, err := s.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := preflight("https://app.example.com"); r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
+		!strings.Contains(strings.ToLower(r.Header.Get("Access-Control-Allow-Headers")), "x-openai-agents-sdk") {
+		t.Errorf("preflight from an allowed page: %d %v", r.StatusCode, r.Header)
+	}
+	if r := preflight("https://evil.example"); r.StatusCode != 403 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from another page: %d %v", r.StatusCode, r.Header)
+	}
+	s.stop()
+}
+
