@@ -323,4 +323,3 @@ func TestWebRTCRefusals(t *testing.T) {
 	}
 	s.stop()
 }
-
