@@ -10,23 +10,32 @@ import (
 
 // meterLoop hands heard and spoken seconds to the meter every second and at each turn end. It is
 // the meter's goroutine; the counts it hands on are the usage atomics.
+// A write runs on its own bounded context, not the conversation's: a client that leaves while a
+// write is in flight must not fail the write of what it was served.
 func (c *conversation) meterLoop() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	flush := func(turnEnded bool) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), meterWriteTimeout)
+		c.flushMeter(ctx, turnEnded)
+		cancel()
+	}
 	for {
 		select {
 		case <-c.ctx.Done():
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			c.flushMeter(ctx, true)
-			cancel()
+			flush(true)
 			return
 		case <-tick.C:
-			c.flushMeter(c.ctx, false)
+			flush(false)
 		case <-c.meterKick:
-			c.flushMeter(c.ctx, true)
+			flush(true)
 		}
 	}
 }
+
+// meterWriteTimeout bounds one meter write (a store that does not answer keeps the counts and
+// retries them; the conversation does not wait on it longer).
+const meterWriteTimeout = 2 * time.Second
 
 func (c *conversation) flushMeter(ctx context.Context, turnEnded bool) {
 	heard := c.heardSamples.Swap(0)

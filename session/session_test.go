@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1028,5 +1029,47 @@ func TestCreatedAudioItemIsMetered(t *testing.T) {
 	heard, _, _ := meter.total()
 	if heard < 299*time.Millisecond || heard > 301*time.Millisecond {
 		t.Fatalf("heard %v, want the item's 300 ms", heard)
+	}
+}
+
+// slowMeter takes its time to write and notes whether the write's context was cancelled under it.
+type slowMeter struct {
+	mu        sync.Mutex
+	cancelled int
+	writes    int
+}
+
+func (m *slowMeter) Record(ctx context.Context, u Usage) error {
+	select {
+	case <-ctx.Done():
+	case <-time.After(150 * time.Millisecond):
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes++
+	if ctx.Err() != nil {
+		m.cancelled++
+		return ctx.Err()
+	}
+	return nil
+}
+
+// A meter write in flight when the conversation ends is not cancelled with it: the client leaving
+// must not fail the write of what it was served (found by the soak: "meter write failed … context
+// canceled" when a conversation closed during a turn-end flush).
+func TestMeterWriteOutlivesTheConversation(t *testing.T) {
+	leakCheck(t)
+	meter := &slowMeter{}
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Meter: meter}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(pcm24(300, true))})
+	c.send(map[string]any{"type": "input_audio_buffer.commit"})
+	c.expect("input_audio_buffer.committed")
+	c.conn.Close(websocket.StatusNormalClosure, "") // during the turn-end write
+	ts.Wait()
+	meter.mu.Lock()
+	defer meter.mu.Unlock()
+	if meter.writes == 0 || meter.cancelled > 0 {
+		t.Fatalf("%d meter writes, %d of them cancelled by the conversation's end", meter.writes, meter.cancelled)
 	}
 }
