@@ -31,6 +31,10 @@ type Transport struct {
 	once   sync.Once
 	emit   atomic.Pointer[func(wire.ServerEvent)]
 	active atomic.Pointer[string] // the response being played
+
+	tapMu sync.Mutex
+	taps  map[int]func([]byte) // sideband sockets: each sees every server event Send delivers
+	tapN  int
 }
 
 var (
@@ -108,6 +112,11 @@ func (t *Transport) Receive(ctx context.Context) (session.Inbound, error) {
 // Send queues one server event on the data channel. Its queue is bounded: while it is full Send
 // waits (the engine bounds the wait with ctx: a peer that stopped reading ends the call).
 func (t *Transport) Send(ctx context.Context, event []byte) error {
+	t.tapMu.Lock()
+	for _, fn := range t.taps {
+		fn(event)
+	}
+	t.tapMu.Unlock()
 	for {
 		err := t.Call().Send(event)
 		if !errors.Is(err, ErrEventQueueFull) {
@@ -149,3 +158,25 @@ func (t *Transport) Clear() int64 { return t.Call().Clear() }
 
 // Played is how many samples of reply audio went out on the track.
 func (t *Transport) Played() int64 { return t.Call().Played() }
+
+// Tap also hands every server event the call is sent to fn (a sideband socket's queue; fn must not
+// block) until untap is called.
+func (t *Transport) Tap(fn func(event []byte)) (untap func()) {
+	t.tapMu.Lock()
+	defer t.tapMu.Unlock()
+	if t.taps == nil {
+		t.taps = map[int]func([]byte){}
+	}
+	t.tapN++
+	id := t.tapN
+	t.taps[id] = fn
+	return func() {
+		t.tapMu.Lock()
+		delete(t.taps, id)
+		t.tapMu.Unlock()
+	}
+}
+
+// Inject hands the conversation a client event from elsewhere (a sideband socket), as if it came
+// on the data channel; it waits while the conversation is behind.
+func (t *Transport) Inject(event []byte) { t.hand(session.Inbound{Event: event}) }

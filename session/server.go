@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -76,8 +77,10 @@ type Server struct {
 
 	metrics *metrics // metrics.go
 
-	gate *door.Gate     // --max-conversations, and --max-per-tenant per tenant
-	wg   sync.WaitGroup // conversations running
+	gate *door.Gate // --max-conversations, and --max-per-tenant per tenant
+	// sideband serves /v1/realtime?call_id= (set once by the WebRTC component)
+	sideband atomic.Pointer[http.Handler]
+	wg       sync.WaitGroup // conversations running
 }
 
 // New validates cfg, fills the defaults and returns the server.
@@ -397,9 +400,20 @@ func writeRefusal(w http.ResponseWriter, err error) {
 func (s *Server) ServeVoice(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, "voice") }
 
 // ServeRealtime is WS /v1/realtime?model=.
+// With ?call_id= it is a sideband socket on a running WebRTC call, served by SetSideband's handler.
 func (s *Server) ServeRealtime(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("call_id") != "" {
+		if h := s.sideband.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+	}
 	s.serveSocket(w, r, "realtime")
 }
+
+// SetSideband serves WS /v1/realtime?call_id=… (a server's control socket on a running call) with
+// h; without it such a request is an ordinary conversation handshake.
+func (s *Server) SetSideband(h http.Handler) { s.sideband.Store(&h) }
 
 const apiKeyProtocol = "openai-insecure-api-key."
 

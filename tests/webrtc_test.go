@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
@@ -227,6 +228,47 @@ func TestWebRTCSpokenTurn(t *testing.T) {
 	if code := e[len(e)-1]["error"].(map[string]any)["code"]; code != "input_audio_on_track" {
 		t.Errorf("append over WebRTC: error code %v, want input_audio_on_track", code)
 	}
+
+	// A sideband socket (server credential) on the call: it sees the call's events, and its
+	// response.create is answered on the call (events on the data channel, audio on the track).
+	callID := strings.TrimPrefix(location, "/v1/realtime/calls/")
+	if _, resp, err := websocket.Dial(ctxT(t, 10*time.Second), s.WSBase+"/v1/realtime?call_id="+callID, nil); err == nil || resp == nil || resp.StatusCode != 401 {
+		t.Errorf("sideband without the service token: %v, want 401", err)
+	}
+	if _, resp, err := websocket.Dial(ctxT(t, 10*time.Second), s.WSBase+"/v1/realtime?call_id=rtc_nope", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + s.Token}}}); err == nil || resp == nil || resp.StatusCode != 404 {
+		t.Errorf("sideband on an unknown call: %v, want 404", err)
+	}
+	side, _, err := websocket.Dial(ctxT(t, 10*time.Second), s.WSBase+"/v1/realtime?call_id="+callID, &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + s.Token}}})
+	if err != nil {
+		t.Fatalf("sideband: %v", err)
+	}
+	c.mu.Lock()
+	before := c.received
+	c.mu.Unlock()
+	if err := side.Write(ctxT(t, 5*time.Second), websocket.MessageText, []byte(`{"type":"response.create","response":{"instructions":"Say hello."}}`)); err != nil {
+		t.Fatal(err)
+	}
+	sideSaw := map[string]bool{}
+	for !sideSaw["response.done"] {
+		_, data, err := side.Read(ctxT(t, 20*time.Second))
+		if err != nil {
+			t.Fatalf("sideband read: %v (saw %v)", err, sideSaw)
+		}
+		var ev struct{ Type string }
+		json.Unmarshal(data, &ev)
+		sideSaw[ev.Type] = true
+	}
+	c.until(t, "response.done", 10*time.Second)
+	c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	c.mu.Lock()
+	after := c.received
+	c.mu.Unlock()
+	if !sideSaw["response.created"] || after <= before {
+		t.Errorf("the sideband's response: sideband saw %v; the call's track carried %d more samples", sideSaw, after-before)
+	}
+	side.Close(websocket.StatusNormalClosure, "")
 
 	// Hang up with the service token; the slot is released.
 	if st, body := s.do("DELETE", location, "", nil); st != 200 {

@@ -91,6 +91,7 @@ func init() {
 				signal = &rtc.Signal{Sessions: app.Conversations, Endpoint: endpoint, Log: app.Log.With("component", "webrtc")}
 				app.HandleBrowser("POST /v1/realtime/calls", http.HandlerFunc(signal.ServeCalls))
 				app.HandlePublic("POST /v1/realtime", http.HandlerFunc(signal.ServeBeta))
+				app.Conversations.SetSideband(requireAuth(app, http.HandlerFunc(signal.ServeSideband)))
 				app.Handle("DELETE /v1/realtime/calls/{call_id}", http.HandlerFunc(signal.ServeHangup))
 				app.Handle("POST /v1/realtime/calls/{call_id}/hangup", http.HandlerFunc(signal.ServeHangup))
 				return nil

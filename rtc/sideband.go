@@ -1,0 +1,86 @@
+package rtc
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/session"
+)
+
+// sidebandQueue bounds the events waiting for a sideband socket's writer; a sideband that falls
+// this far behind is closed (it must not slow the call).
+const sidebandQueue = 256
+
+// ErrSidebandSlow closes a sideband socket that stopped reading.
+var errSidebandSlow = errors.New("sideband socket fell behind")
+
+// ServeSideband is WS /v1/realtime?call_id=…: a server's control socket on a running call (OpenAI's
+// sideband connection, with a server credential — the route is wrapped with the service token). It
+// sees every server event the call is sent, and the client events it sends go to the call's
+// conversation as if they came on its data channel (a response.create is spoken on the call's
+// track; a tool's function_call_output answers the call's tool call). It ends when the call does.
+func (s *Signal) ServeSideband(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("call_id")
+	s.mu.Lock()
+	t := s.calls[id]
+	s.mu.Unlock()
+	if t == nil {
+		s.Sessions.Refuse(w, ErrCallNotFound)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}, InsecureSkipVerify: true})
+	if err != nil {
+		return // Accept answered
+	}
+	conn.SetReadLimit(-1)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	defer cancel(nil)
+	out := make(chan []byte, sidebandQueue)
+	untap := t.Tap(func(ev []byte) {
+		select {
+		case out <- ev:
+		default:
+			cancel(errSidebandSlow)
+		}
+	})
+	defer untap()
+	writerDone := make(chan struct{})
+	go func() { // the one writer of this socket; the handler waits for it
+		defer close(writerDone)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.Call().Done():
+				cancel(nil)
+				return
+			case ev := <-out:
+				if conn.Write(ctx, websocket.MessageText, ev) != nil {
+					cancel(nil)
+					return
+				}
+			}
+		}
+	}()
+	for {
+		typ, data, err := door.ReadFrame(ctx, conn, session.ReadLimit, 0)
+		if errors.Is(err, door.ErrFrameTooLarge) || (err == nil && typ != websocket.MessageText) {
+			continue // the call's engine would refuse it too; the sideband carries events only
+		}
+		if err != nil {
+			break
+		}
+		t.Inject(data)
+	}
+	cancel(nil)
+	<-writerDone
+	status := websocket.StatusNormalClosure
+	if errors.Is(context.Cause(ctx), errSidebandSlow) {
+		status = websocket.StatusPolicyViolation
+	}
+	conn.Close(status, "")
+}
