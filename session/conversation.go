@@ -71,6 +71,7 @@ type inputSide struct {
 	squelch     Squelch
 	speechItem  string // the user item named by speech_started, until committed
 	partials    partials
+	itemAudio   int64 // 16 kHz samples handed over in conversation.item.create (toward the session limit)
 }
 
 // shared is what workers and the input goroutine share, under mu.
@@ -274,12 +275,19 @@ func (c *conversation) drainOn(draining <-chan struct{}) {
 	case <-c.ctx.Done():
 		return
 	}
+	// The replies in flight finish first: the conversation's and any out-of-band ones.
 	c.mu.Lock()
-	active := c.active
+	var running []*reply
+	if c.active != nil {
+		running = append(running, c.active)
+	}
+	for _, r := range c.outOfBand {
+		running = append(running, r)
+	}
 	c.mu.Unlock()
-	if active != nil {
+	for _, r := range running {
 		select {
-		case <-active.done:
+		case <-r.done:
 		case <-c.ctx.Done():
 			return
 		}

@@ -233,9 +233,10 @@ func (c *conversation) turnEvent(te TurnEvent) {
 	}
 }
 
-// checkSessionLimit ends the conversation once it has carried the session limit's audio.
+// checkSessionLimit ends the conversation once it has carried the session limit's audio: the
+// input timeline and the audio handed over in items.
 func (c *conversation) checkSessionLimit() {
-	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline), hearRate) >= limit {
+	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline+c.itemAudio), hearRate) >= limit {
 		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
 			EndGoingAway, "session limit")
 	}
@@ -371,5 +372,9 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	if ent.ready != nil {
 		transcribe := c.sess.Transcription != nil
 		c.work.Go(func() { c.transcribe(ent, pcm, transcribe) })
+	}
+	if len(pcm) > 0 {
+		c.itemAudio += int64(len(pcm))
+		c.checkSessionLimit()
 	}
 }

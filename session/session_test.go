@@ -755,6 +755,15 @@ func TestSessionLimitAndIdleClose(t *testing.T) {
 			}
 		}},
 		"idle": {Config{IdleTimeout: 100 * time.Millisecond}, func(*client) {}},
+		// Audio handed over in items counts too: 600 ms appended + 600 ms in an item pass 1 s.
+		"audio limit, items included": {Config{SessionLimit: time.Second}, func(c *client) {
+			for range 6 {
+				c.send(appendEvent(pcm24(100, false)))
+			}
+			c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+				"content": []any{map[string]any{"type": "input_audio", "audio": base64.StdEncoding.EncodeToString(pcm24(600, false))}}}})
+			c.expect("conversation.item.added", "conversation.item.done")
+		}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -1073,3 +1082,4 @@ func TestMeterWriteOutlivesTheConversation(t *testing.T) {
 		t.Fatalf("%d meter writes, %d of them cancelled by the conversation's end", meter.writes, meter.cancelled)
 	}
 }
+
