@@ -1082,4 +1082,3 @@ func TestMeterWriteOutlivesTheConversation(t *testing.T) {
 		t.Fatalf("%d meter writes, %d of them cancelled by the conversation's end", meter.writes, meter.cancelled)
 	}
 }
-
