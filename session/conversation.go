@@ -72,6 +72,10 @@ type inputSide struct {
 	speechItem  string // the user item named by speech_started, until committed
 	partials    partials
 	itemAudio   int64 // 16 kHz samples handed over in conversation.item.create (toward the session limit)
+	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
+	// the end of the last response's audio) while armed; speech disarms it.
+	idleArmed bool
+	idleFrom  int64
 }
 
 // shared is what workers and the input goroutine share, under mu.
@@ -97,6 +101,9 @@ type usage struct {
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first reply audio after it observes the answer latency.
 	answerSince atomic.Int64
+	// replyEnded is set by a conversation reply's end to 1 + the 24 kHz samples it spoke: the input
+	// goroutine then starts idle_timeout_ms's clock where that audio finishes playing.
+	replyEnded atomic.Int64
 	// assistantAudio: the conversation holds assistant audio (a reply spoke into it), so its voice
 	// is fixed, as OpenAI's is.
 	assistantAudio atomic.Bool

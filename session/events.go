@@ -140,6 +140,7 @@ func (c *conversation) trackAudio(pcm []int16, rate int) {
 // turn events it caused (speech_started, speech_stopped → commit → reply); then the partial
 // transcript and the trim of the buffer between turns; last, the session limit.
 func (c *conversation) hear(raw []byte, eventID string) {
+	c.armIdle()
 	pcm, err := c.input.append(raw)
 	if err != nil {
 		c.send(wire.ErrInvalidValue("audio", eventID, "Invalid 'audio': %v", err))
@@ -152,6 +153,7 @@ func (c *conversation) hear(raw []byte, eventID string) {
 	for _, te := range events {
 		c.turnEvent(te)
 	}
+	c.checkIdleTimeout()
 	if c.speechItem != "" && c.sess.TurnDetection.Type == wire.TurnSemanticVAD {
 		c.partials.maybeDecode(c, c.input.pcm)
 	}
@@ -209,6 +211,7 @@ func (c *conversation) turnEvent(te TurnEvent) {
 			c.clearPlayback(false)
 		}
 		c.input.speechStart = at
+		c.idleArmed = false
 		c.partials.reset()
 	case te.Stopped && c.speechItem != "":
 		end := min(at, c.input.timeline)
@@ -229,6 +232,47 @@ func (c *conversation) turnEvent(te TurnEvent) {
 			if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
 				c.send(err)
 			}
+		}
+	}
+}
+
+// armIdle starts idle_timeout_ms's clock when a response has ended since the last input: at the
+// timeline's end before this input, plus the audio the response spoke (the client plays it).
+func (c *conversation) armIdle() {
+	if spoken := c.replyEnded.Swap(0); spoken > 0 {
+		c.idleArmed = c.speechItem == ""
+		c.idleFrom = c.input.timeline + (spoken-1)*hearRate/speakRate
+	}
+}
+
+// checkIdleTimeout is server_vad's idle_timeout_ms, as OpenAI defines it: counted on the audio
+// timeline from where the last response's audio finishes playing (its response.done, plus the
+// audio it spoke), when that much audio has passed with no speech it sends
+// input_audio_buffer.timeout_triggered (GA), commits the quiet audio as a user item and, with
+// create_response, answers — so the mind can prompt a user who went silent (a phone call).
+func (c *conversation) checkIdleTimeout() {
+	td := c.sess.TurnDetection
+	if !c.idleArmed || td.Type != wire.TurnServerVAD || td.IdleTimeoutMs <= 0 || c.speechItem != "" {
+		return
+	}
+	if c.input.timeline-c.idleFrom < int64(td.IdleTimeoutMs)*hearRate/1000 {
+		return
+	}
+	c.mu.Lock()
+	busy := c.active != nil
+	c.mu.Unlock()
+	if busy {
+		return
+	}
+	c.idleArmed = false
+	start := max(c.idleFrom, c.input.start)
+	item := wire.NewID("item_")
+	c.send(wire.InputAudioBufferTimeoutTriggered{AudioStartMs: sampleMs(start), AudioEndMs: sampleMs(c.input.timeline), ItemID: item})
+	raw, span := c.input.takeSpan(start, c.input.timeline)
+	c.commit(item, raw, span)
+	if td.CreateResponse {
+		if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
+			c.send(err)
 		}
 	}
 }

@@ -567,6 +567,9 @@ func (run *replyRun) finish(err error) {
 	}
 	c.mu.Unlock()
 	c.send(wire.ResponseDone{Response: done})
+	if !r.outOfBand {
+		c.replyEnded.Store(1 + int64(run.spoken))
+	}
 	close(r.done)
 	c.turnEnded()
 }

@@ -1082,3 +1082,53 @@ func TestMeterWriteOutlivesTheConversation(t *testing.T) {
 		t.Fatalf("%d meter writes, %d of them cancelled by the conversation's end", meter.writes, meter.cancelled)
 	}
 }
+
+// server_vad's idle_timeout_ms: the clock starts where the last response's audio ends (its
+// response.done plus the audio it spoke) and runs on the audio timeline; when it passes with no
+// speech, input_audio_buffer.timeout_triggered, the quiet audio committed, and a response.
+func TestIdleTimeoutTriggered(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio": map[string]any{"input": map[string]any{"turn_detection": map[string]any{"type": "server_vad", "idle_timeout_ms": 500}}}}})
+	c.expect("session.updated")
+	silence := func(n int) {
+		for range n {
+			c.send(appendEvent(pcm24(100, false)))
+		}
+	}
+	marker := func() []map[string]any { // every event the server sent before this point
+		c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": "item_marker"})
+		return c.until("error")
+	}
+	// Not armed before any response: a second of silence triggers nothing.
+	silence(10)
+	if evs := marker(); strings.Contains(fmt.Sprint(types(evs)), "timeout_triggered") {
+		t.Fatalf("idle timeout before any response: %v", types(evs))
+	}
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "hello"}}}})
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+	// "You said: hello." plays for 160 ms, then 500 ms of silence: 600 ms appended is not enough.
+	silence(6)
+	if evs := marker(); strings.Contains(fmt.Sprint(types(evs)), "timeout_triggered") {
+		t.Fatalf("idle timeout before 160 ms of playback + 500 ms: %v", types(evs))
+	}
+	silence(1)
+	evs := c.until("response.created")
+	got := fmt.Sprint(types(evs))
+	if !strings.Contains(got, "input_audio_buffer.timeout_triggered") || !strings.Contains(got, "input_audio_buffer.committed") {
+		t.Fatalf("after 700 ms: %v", got)
+	}
+	for _, e := range evs {
+		if e["type"] == "input_audio_buffer.timeout_triggered" {
+			if d := e["audio_end_ms"].(float64) - e["audio_start_ms"].(float64); d < 500 {
+				t.Errorf("timeout_triggered spans %v ms, want ≥ 500", d)
+			}
+		}
+	}
+	c.until("response.done")
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
