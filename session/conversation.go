@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,6 +312,9 @@ type partials struct {
 	busy    atomic.Bool
 	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
 	decoded int          // samples of the turn the last decode started with (input goroutine)
+	// streamed is the transcript already sent as input_audio_transcription.delta for the turn's
+	// item (owned by the one decode worker that runs at a time; reset with gen).
+	streamed string
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -330,9 +334,17 @@ func (p *partials) reset() {
 	p.decoded = 0
 }
 
-func (p *partials) maybeDecode(c *conversation, pcm []float32) {
+// maybeDecode starts a partial decode of the open turn. With stream (the session transcribes its
+// input) the words it adds to what was already sent go out as
+// conversation.item.input_audio_transcription.delta for item, while the user still speaks; a
+// partial that revises earlier words sends nothing (a delta cannot take words back): the
+// transcription's completed event carries the final text.
+func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stream bool) {
 	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence || !p.busy.CompareAndSwap(false, true) {
 		return
+	}
+	if p.decoded == 0 {
+		p.streamed = "" // a new turn (the previous decode, if any, has finished: busy was false)
 	}
 	p.decoded = len(pcm)
 	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-30*hearRate):]...)
@@ -340,8 +352,13 @@ func (p *partials) maybeDecode(c *conversation, pcm []float32) {
 	c.work.Go(func() {
 		defer p.busy.Store(false)
 		text, err := c.engines.Ears.Transcribe(c.ctx, snapshot)
-		if err == nil && p.gen.Load() == gen {
-			p.text.Store(&text)
+		if err != nil || p.gen.Load() != gen {
+			return
+		}
+		p.text.Store(&text)
+		if stream && len(text) > len(p.streamed) && strings.HasPrefix(text, p.streamed) {
+			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):]})
+			p.streamed = text
 		}
 	})
 }

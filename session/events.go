@@ -154,8 +154,8 @@ func (c *conversation) hear(raw []byte, eventID string) {
 		c.turnEvent(te)
 	}
 	c.checkIdleTimeout()
-	if c.speechItem != "" && c.sess.TurnDetection.Type == wire.TurnSemanticVAD {
-		c.partials.maybeDecode(c, c.input.pcm)
+	if stream := c.sess.Transcription != nil; c.speechItem != "" && (stream || c.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
+		c.partials.maybeDecode(c, c.input.pcm[max(0, int(c.input.speechStart-c.input.start)):], c.speechItem, stream)
 	}
 	if c.detector != nil && c.speechItem == "" {
 		c.input.trimQuiet()

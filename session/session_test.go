@@ -1132,3 +1132,41 @@ func TestIdleTimeoutTriggered(t *testing.T) {
 	c.until("response.done")
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
+
+// With input transcription on, the user's words stream as
+// conversation.item.input_audio_transcription.delta for the turn's item while they still speak
+// (before speech_stopped), from the partial decodes; .completed still carries the final text.
+func TestTranscriptionDeltasWhileSpeaking(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hello there"}, NewTurnDetector: newEnergyDetector}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio": map[string]any{"input": map[string]any{"transcription": map[string]any{"model": "whisper-1"},
+			"turn_detection": map[string]any{"type": "server_vad", "create_response": false}}}}})
+	c.expect("session.updated")
+	for range 8 { // 800 ms of speech, no pause: the turn is still open
+		c.send(appendEvent(pcm24(100, true)))
+	}
+	evs := c.until("conversation.item.input_audio_transcription.delta")
+	var item string
+	for _, e := range evs {
+		switch e["type"] {
+		case "input_audio_buffer.speech_started":
+			item = e["item_id"].(string)
+		case "input_audio_buffer.speech_stopped":
+			t.Fatalf("the turn ended before any delta: %v", types(evs))
+		}
+	}
+	delta := evs[len(evs)-1]
+	if delta["item_id"] != item || delta["delta"] != "hello there" {
+		t.Fatalf("delta %v, want item %s and the partial's words", delta, item)
+	}
+	for range 4 {
+		c.send(appendEvent(pcm24(100, false)))
+	}
+	evs = c.until("conversation.item.input_audio_transcription.completed")
+	if done := evs[len(evs)-1]; done["item_id"] != item || done["transcript"] != "hello there" {
+		t.Fatalf("completed %v", done)
+	}
+	c.conn.Close(websocket.StatusNormalClosure, "")
+}
