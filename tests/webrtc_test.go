@@ -190,9 +190,26 @@ func TestWebRTCSpokenTurn(t *testing.T) {
 	}
 	c.until(t, "session.created", 10*time.Second)
 
-	// The call holds the one conversation slot: a WebSocket is refused at capacity meanwhile.
+	// The call holds the one conversation slot: another call is refused at capacity meanwhile.
 	if st, body := s.do("GET", "/v1/voice/health", "", nil); st != 200 || !strings.Contains(string(body), `"busy":1`) {
 		t.Errorf("voice health during the call: %d %s, want busy 1", st, body)
+	}
+	{
+		other := newRTCClient(t)
+		offer, _ := other.pc.CreateOffer(nil)
+		req, _ := http.NewRequest("POST", s.Base+"/v1/realtime/calls", strings.NewReader(offer.SDP))
+		req.Header.Set("Authorization", "Bearer "+s.mintGA(t, s.jwt("rtc-user-2", "other")))
+		req.Header.Set("Content-Type", "application/sdp")
+		resp, err := s.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Name string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 429 || e.Name != "too_many_conversations" || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("a second call at capacity: %d %q, want 429 too_many_conversations with Retry-After", resp.StatusCode, e.Name)
+		}
 	}
 
 	go c.speak(t, append(append(silence24k(0.5), question...), silence24k(2)...))
@@ -337,6 +354,25 @@ func TestWebRTCRefusals(t *testing.T) {
 			}
 		})
 	}
+	// Nothing mounted: the call is refused like the socket.
+	bare := startRealtime(t, serverOpts{NoMount: true})
+	{
+		req, _ := http.NewRequest("POST", bare.Base+"/v1/realtime/calls", strings.NewReader(offer.SDP))
+		req.Header.Set("Authorization", "Bearer "+bare.jwt("rtc-bare", "acme"))
+		req.Header.Set("Content-Type", "application/sdp")
+		resp, err := bare.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Name string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || e.Name != "speech_assets_not_mounted" {
+			t.Errorf("a call with nothing mounted: %d %q, want 503 speech_assets_not_mounted", resp.StatusCode, e.Name)
+		}
+	}
+	bare.stop()
+
 	// The refusals above (origin, body) did not spend the ticket: it still opens a call.
 	c2 := newRTCClient(t)
 	loc := c2.call(t, s, ticket)
