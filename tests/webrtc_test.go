@@ -29,10 +29,12 @@ type rtcClient struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	received int // reply samples (48 kHz) decoded from the track
+	received int       // reply samples (48 kHz) decoded from the track
+	packets  int       // RTP packets received on it
+	lastAt   time.Time // when the last one arrived
 }
 
-func newRTCClient(t *testing.T) *rtcClient {
+func newRTCClient(t testing.TB) *rtcClient {
 	t.Helper()
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
@@ -78,9 +80,12 @@ func newRTCClient(t *testing.T) *rtcClient {
 				if err != nil {
 					return
 				}
+				at := time.Now()
 				if pcm, err := dec.Decode(p.Payload); err == nil {
 					c.mu.Lock()
 					c.received += len(pcm)
+					c.packets++
+					c.lastAt = at
 					c.mu.Unlock()
 				}
 			}
@@ -92,7 +97,7 @@ func newRTCClient(t *testing.T) *rtcClient {
 
 // call posts the offer to POST /v1/realtime/calls with the credential, as the Agents SDK does,
 // and applies the answer; it returns the call's Location.
-func (c *rtcClient) call(t *testing.T, s *server, credential string) string {
+func (c *rtcClient) call(t testing.TB, s *server, credential string) string {
 	t.Helper()
 	offer, err := c.pc.CreateOffer(nil)
 	if err != nil {
@@ -127,7 +132,7 @@ func (c *rtcClient) call(t *testing.T, s *server, credential string) string {
 }
 
 // speak sends 24 kHz speech on the microphone track as paced 20 ms Opus packets.
-func (c *rtcClient) speak(t *testing.T, pcm24k []int16) {
+func (c *rtcClient) speak(t testing.TB, pcm24k []int16) {
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {
 		t.Error(err)
