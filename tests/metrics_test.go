@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // metricsOf reads GET /metrics (service token) into series → value; histograms appear as their
@@ -79,7 +80,17 @@ func TestMetricsMove(t *testing.T) {
 	if v := open[`voiced_sessions_open{door="realtime",kind="conversation"}`]; v != 1 {
 		t.Errorf("voiced_sessions_open{realtime} = %v during the conversation, want 1", v)
 	}
+	// The conversation's seconds reach the meter when its turn ends and when it closes, on the
+	// session's meter goroutine, not before response.done or the close reach the client: poll.
 	got := s.metricsOf(t)
+	for deadline := time.Now().Add(10 * time.Second); got[`voiced_spoken_seconds_total{door="conversation"}`] <= 0 ||
+		got[`voiced_heard_seconds_total{door="conversation"}`] <= 0; {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server's counters, not synchronising
+		got = s.metricsOf(t)
+	}
 	for _, series := range []string{
 		`voiced_synthesize_first_frame_seconds_count{door="synthesize"}`,
 		`voiced_kokoro_pass_seconds_count`,
