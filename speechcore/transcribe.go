@@ -168,6 +168,36 @@ type transcribeSession struct {
 
 	// Owned by the decoder goroutine.
 	firstSent bool
+	mel       *audio.MelStream // the open segment's log-mel, when the engine takes features
+	melSeg    int              // the segment mel holds
+	melBuf    []float32
+}
+
+// melTranscriber is a transcriber that also decodes precomputed features (*whisper.Engine): the
+// decoder then keeps the open segment's log-mel and computes only the frames new since the last
+// partial (audio.MelStream) instead of the whole 30 s window each time.
+type melTranscriber interface {
+	TranscribeMel(ctx context.Context, mel []float32) (whisper.Result, error)
+	NumMels() int
+}
+
+// transcribe decodes one job's audio, through the segment's incremental mel when the engine
+// takes features. A segment only grows until it ends, so a job's pcm extends what mel holds.
+func (s *transcribeSession) transcribe(ctx context.Context, j sttJob) (whisper.Result, error) {
+	me, ok := s.engine.(melTranscriber)
+	if !ok || len(j.pcm) > audio.WhisperSamples {
+		return s.engine.Transcribe(ctx, j.pcm)
+	}
+	if s.mel == nil {
+		s.mel = audio.NewMelStream(me.NumMels())
+	}
+	if s.melSeg != j.segment || s.mel.Len() > len(j.pcm) {
+		s.mel.Reset()
+		s.melSeg = j.segment
+	}
+	s.mel.Append(j.pcm[s.mel.Len():])
+	s.melBuf = s.mel.Compute(s.melBuf)
+	return me.TranscribeMel(ctx, s.melBuf)
 }
 
 func (s *transcribeSession) run(ctx context.Context, draining <-chan struct{}, ready readyFrame) {
@@ -467,7 +497,7 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 	start := time.Now()
 	var text string
 	if len(j.pcm) > 0 {
-		res, err := s.engine.Transcribe(ctx, j.pcm)
+		res, err := s.transcribe(ctx, j)
 		if err == nil && s.svc != nil {
 			s.svc.ObserveTranscription(res)
 		}

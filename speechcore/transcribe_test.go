@@ -352,3 +352,40 @@ func TestTranscribeDoorDecodesOnClientClose(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestTranscribeDoorIncrementalMel: the door's decoder decodes partials and finals through the
+// segment's incremental log-mel (the MelStream holds exactly the job's audio), with the same
+// tokens as a whole-window decode; a new segment starts the stream afresh.
+func TestTranscribeDoorIncrementalMel(t *testing.T) {
+	h := newHearingServer(t, Config{})
+	pcm, phonemes := codecSpeech(t, sttSentence)
+	s := &transcribeSession{engine: h.svc.Whisper}
+	ctx := context.Background()
+	step := len(pcm)/4 + 1
+	for seg := range 2 {
+		for end := step; ; end += step {
+			end = min(end, len(pcm))
+			j := sttJob{segment: seg, pcm: pcm[:end], final: end == len(pcm)}
+			got, err := s.transcribe(ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.mel == nil || s.mel.Len() != end || s.melSeg != seg {
+				t.Fatalf("segment %d after %d samples: not decoded through the segment's MelStream", seg, end)
+			}
+			want, err := h.svc.Whisper.Transcribe(ctx, pcm[:end])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Text != want.Text {
+				t.Fatalf("segment %d after %d samples: %q, whole-window decode %q", seg, end, got.Text, want.Text)
+			}
+			if j.final {
+				if got.Text != phonemes {
+					t.Fatalf("final %q, want %q", got.Text, phonemes)
+				}
+				break
+			}
+		}
+	}
+}

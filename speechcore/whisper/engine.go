@@ -76,6 +76,7 @@ type Engine struct {
 type job struct {
 	ctx   context.Context
 	pcm   []float32
+	mel   []float32      // precomputed features (TranscribeMel); pcm is nil then
 	reply chan jobResult // buffered: the owner never waits for the caller
 }
 
@@ -115,7 +116,7 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 		warm := time.Now()
 		// One second of silence through the whole path: the first pass is several times slower
 		// than every later one, and no caller should pay for it.
-		if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate)); err != nil {
+		if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate), nil); err != nil {
 			m.destroy()
 			return nil, fmt.Errorf("whisper warm-up: %w", err)
 		}
@@ -132,7 +133,27 @@ func (e *Engine) Transcribe(ctx context.Context, pcm16k []float32) (Result, erro
 	if len(pcm16k) > audio.WhisperSamples {
 		return Result{}, fmt.Errorf("%w: %d samples (at most %d)", ErrAudioTooLong, len(pcm16k), audio.WhisperSamples)
 	}
-	j := job{ctx: ctx, pcm: pcm16k, reply: make(chan jobResult, 1)}
+	return e.submit(job{ctx: ctx, pcm: pcm16k, reply: make(chan jobResult, 1)})
+}
+
+// NumMels is the number of mel bands the model takes (80, or 128 for large-v3): the size of the
+// audio.MelStream a caller of TranscribeMel keeps.
+func (e *Engine) NumMels() int { return e.model.nMels }
+
+// TranscribeMel decodes one window from precomputed log-mel features, [NumMels()*3000] mel-major as
+// audio.LogMel or an audio.MelStream returns them (a streaming partial keeps the mel of its open
+// segment and computes only the new frames). The owner reads mel while it decodes: the caller must
+// not change it until TranscribeMel returns. Otherwise as Transcribe.
+func (e *Engine) TranscribeMel(ctx context.Context, mel []float32) (Result, error) {
+	if want := e.model.nMels * audio.WhisperFrames; len(mel) != want {
+		return Result{}, fmt.Errorf("%w: %d values, want %d", ErrMelShape, len(mel), want)
+	}
+	return e.submit(job{ctx: ctx, mel: mel, reply: make(chan jobResult, 1)})
+}
+
+// submit queues j for the owner and waits for its answer.
+func (e *Engine) submit(j job) (Result, error) {
+	ctx := j.ctx
 	select {
 	case e.jobs <- j:
 	case <-ctx.Done():
@@ -176,7 +197,7 @@ func (e *Engine) own() {
 			if err := j.ctx.Err(); err != nil {
 				r.err = err
 			} else {
-				r.res, r.err = e.model.transcribe(j.ctx, j.pcm)
+				r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel)
 				e.decodes.Add(1)
 			}
 			e.running.Store(0)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -153,5 +154,38 @@ func TestCancelMidDecode(t *testing.T) {
 	res, err := e.Transcribe(context.Background(), pcm)
 	if err != nil || res.Text != fixture.Phonemes(ids) {
 		t.Fatalf("after cancellations: %q %v", res.Text, err)
+	}
+}
+
+// TestTranscribeMelFromStream: the features of an audio.MelStream fed in pieces decode to the same
+// tokens as Transcribe of the same audio, at each partial; wrong-sized features are refused by name.
+func TestTranscribeMelFromStream(t *testing.T) {
+	e := loadEngine(t, Options{})
+	ids := fixture.PhonemeIDs(roundTripPhonemes)
+	pcm := audio.Resample(speakFixture(t, ids), fixture.SampleRate, audio.WhisperSampleRate)
+	s := audio.NewMelStream(e.NumMels())
+	var mel []float32
+	step := len(pcm)/3 + 1
+	for off := 0; off < len(pcm); off += step {
+		end := min(off+step, len(pcm))
+		s.Append(pcm[off:end])
+		mel = s.Compute(mel)
+		got, err := e.TranscribeMel(context.Background(), mel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := e.Transcribe(context.Background(), pcm[:end])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != want.Text || !slices.Equal(got.Tokens, want.Tokens) {
+			t.Fatalf("after %d samples: TranscribeMel %q %v, Transcribe %q %v", end, got.Text, got.Tokens, want.Text, want.Tokens)
+		}
+		if end == len(pcm) && got.Text != fixture.Phonemes(ids) {
+			t.Fatalf("whole utterance: %q, want %q", got.Text, fixture.Phonemes(ids))
+		}
+	}
+	if _, err := e.TranscribeMel(context.Background(), mel[:len(mel)-1]); !errors.Is(err, ErrMelShape) {
+		t.Fatalf("short features: %v, want ErrMelShape", err)
 	}
 }

@@ -12,6 +12,8 @@ var (
 	ErrUnsupportedIO = errors.New("whisper graph I/O unsupported")
 	// ErrAudioTooLong: Transcribe takes at most one 30 s window; callers cut longer audio.
 	ErrAudioTooLong = errors.New("audio longer than one 30 s whisper window")
+	// ErrMelShape: TranscribeMel was given features that are not [NumMels()*3000].
+	ErrMelShape = errors.New("log-mel features are not one [n_mels, 3000] whisper window")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("whisper engine closed")
 )

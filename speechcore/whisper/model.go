@@ -294,11 +294,14 @@ func (m *model) destroy() {
 }
 
 // transcribe runs one window: log-mel, encoder, then the greedy loop over the merged decoder.
-func (m *model) transcribe(ctx context.Context, pcm []float32) (Result, error) {
+// With mel non-nil (TranscribeMel) the features are the caller's and pcm is not read.
+func (m *model) transcribe(ctx context.Context, pcm, mel []float32) (Result, error) {
 	start := time.Now()
 	var res Result
-	m.melBuf = m.mel.Compute(m.melBuf, pcm)
-	mel := m.melBuf
+	if mel == nil {
+		m.melBuf = m.mel.Compute(m.melBuf, pcm)
+		mel = m.melBuf
+	}
 	res.Features = time.Since(start)
 	run, stop, err := m.runner(ctx)
 	if err != nil {
