@@ -58,10 +58,12 @@ test: build node-deps
 	eval "$$(scripts/test-services.sh 2>/dev/null || true)"; $(GO) test -race -count=1 -timeout 20m ./...
 	cd deploy && $(GO) test -count=1 ./...
 
-# The openai npm package for tests/node (offline: the node tests skip with a message when it is missing).
+# The openai npm package for tests/node, the OpenAI Agents SDK and esbuild for tests/agents (offline:
+# the node and Agents SDK tests skip with a message when they are missing).
 node-deps:
-	@if [ ! -d tests/node/node_modules ] && command -v npm >/dev/null; then \
-		(cd tests/node && npm ci --no-audit --no-fund) || echo "npm ci failed: the tests/node tests will skip"; fi
+	@for d in tests/node tests/agents; do \
+		if [ ! -d $$d/node_modules ] && command -v npm >/dev/null; then \
+			(cd $$d && npm ci --no-audit --no-fund) || echo "npm ci failed: the $$d tests will skip"; fi; done
 
 test-short: build
 	$(GO) test -count=1 -short ./...

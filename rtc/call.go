@@ -283,7 +283,9 @@ func (c *Call) write() {
 		case <-c.ctx.Done():
 			return
 		case ev := <-c.events:
-			if err := dc.Send(ev); err != nil {
+			// Text messages, as OpenAI sends them: a browser SDK reads event.data as a string
+			// (the Agents SDK's JSON.parse(event.data.toString()) drops an ArrayBuffer).
+			if err := dc.SendText(string(ev)); err != nil {
 				c.cancel(fmt.Errorf("%w: data channel: %v", ErrICEFailed, err))
 				return
 			}
