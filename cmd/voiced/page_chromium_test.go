@@ -29,7 +29,7 @@ import (
 	"github.com/voiced/voiced/wire"
 )
 
-// TestPageInChromium opens the page in headless Chromium with a fake microphone that plays
+// TestPageInChromium opens the page (WebSocket transport) in headless Chromium with a fake microphone that plays
 // real speech (espeak-ng), against voiced on the fixture mount with the echo mind: the page
 // must mint a ticket, open /v1/voice, stream the microphone, and play the spoken answer.
 // Chromium is driven over the DevTools protocol; its console and CSP reports fail the test.
@@ -71,7 +71,9 @@ func TestPageInChromium(t *testing.T) {
 	tab.call(t, ctx, "Page.navigate", map[string]any{"url": base + "/"}, nil)
 	tab.eval(t, ctx, `new Promise((ok) => document.readyState === "complete" ? ok() : addEventListener("load", () => ok()))`)
 
-	tab.eval(t, ctx, fmt.Sprintf(`document.getElementById("credential").value = %q; document.getElementById("connect").click();`, signed))
+	tab.eval(t, ctx, fmt.Sprintf(`document.getElementById("credential").value = %q;
+		document.getElementById("transport").value = "websocket";
+		document.getElementById("connect").click();`, signed))
 
 	// A turn: the speech is heard, its end detected, the echo answer spoken and scheduled.
 	summary := tab.eval(t, ctx, `new Promise((ok, fail) => {
@@ -659,6 +661,7 @@ func TestPageBargeInInChromium(t *testing.T) {
 	tab.call(t, ctx, "Page.navigate", map[string]any{"url": srv.URL + "/"}, nil)
 	tab.eval(t, ctx, `new Promise((ok) => document.readyState === "complete" ? ok() : addEventListener("load", () => ok()))`)
 	tab.eval(t, ctx, `document.getElementById("credential").value = "a.principal.jwt";
+		document.getElementById("transport").value = "websocket";
 		document.getElementById("vad").value = "semantic_vad";
 		document.getElementById("voice").value = "am_adam";
 		document.getElementById("connect").click();`)

@@ -1,5 +1,6 @@
-// voiced's browser page: microphone → realtime socket (/v1/voice, GA dialect) → speaker, with the
-// live transcript and latency figures. Plain JS, no build step, nothing fetched from elsewhere.
+// voiced's browser page: microphone → a WebRTC call (POST /v1/realtime/calls, Opus tracks, events on
+// the "oai-events" data channel) or the realtime socket (/v1/voice, GA dialect, pcm16 in events) →
+// speaker, with the live transcript and latency figures. Plain JS, no build step, nothing fetched from elsewhere.
 "use strict";
 
 (() => {
@@ -8,12 +9,18 @@
   const JITTER_S = 0.06; // lead given to the first chunk after silence, so later chunks queue behind it
   const MAX_BUFFERED = 1 << 20; // bytes the socket may hold before microphone chunks are dropped
   const FIGURES = ["stopToAudio", "stopToSound", "stopToTranscript", "stopToReplyText"];
+  const GATHER_MS = 3000; // longest wait for ICE candidates before the offer is posted anyway
+  const STATS_MS = 500; // how often the WebRTC call's inbound audio is counted
 
   const $ = (id) => document.getElementById(id);
 
   // What happened, for people (the panels) and for the tests (window.voicedPage).
   const state = {
     phase: "idle", // idle | ticket | connecting | open | closed | failed
+    transport: null, // webrtc | websocket
+    callId: null, // WebRTC: the call id from the answer's Location
+    inbound: null, // WebRTC: the remote track's inbound-rtp {bytes, packets, energy, seconds} (getStats)
+    bufferCleared: [], // WebRTC: ms from speech_started to output_audio_buffer.cleared (barge-in)
     sessionId: null,
     events: {}, // server event type → count
     sentAppends: 0,
@@ -29,6 +36,10 @@
   window.voicedPage = state;
 
   let ws = null;
+  let pc = null; // RTCPeerConnection (WebRTC)
+  let dc = null; // its "oai-events" data channel
+  let statsTimer = 0;
+  let speechAt = 0; // performance.now() of the last speech_started
   let ctx = null; // the AudioContext: microphone in, speaker out
   let mic = null; // MediaStream
   let capture = null; // AudioWorkletNode
@@ -224,7 +235,7 @@
     });
     capture.port.onmessage = (m) => {
       $("level").value = Math.min(1, m.data.rms * 4);
-      if (!sending || !ws || ws.readyState !== WebSocket.OPEN) return;
+      if (!sending || !ws || ws.readyState !== WebSocket.OPEN) return; // WebRTC: the track carries the audio
       if (ws.bufferedAmount > MAX_BUFFERED) {
         state.droppedChunks++;
         return;
@@ -260,7 +271,11 @@
   }
 
   function send(ev) {
-    ws.send(JSON.stringify(ev));
+    if (dc) {
+      if (dc.readyState === "open") dc.send(JSON.stringify(ev));
+    } else if (ws) {
+      ws.send(JSON.stringify(ev));
+    }
   }
 
   function sessionUpdate() {
@@ -310,6 +325,102 @@
     };
   }
 
+  // ---- WebRTC ----
+
+  // gathered resolves when the offer holds its ICE candidates (the server takes no trickle), or
+  // after GATHER_MS with what there is.
+  function gathered(peer) {
+    if (peer.iceGatheringState === "complete") return Promise.resolve();
+    return new Promise((ok) => {
+      const done = () => {
+        if (peer.iceGatheringState !== "complete") return;
+        peer.removeEventListener("icegatheringstatechange", done);
+        clearTimeout(timer);
+        ok();
+      };
+      const timer = setTimeout(() => {
+        peer.removeEventListener("icegatheringstatechange", done);
+        ok();
+      }, GATHER_MS);
+      peer.addEventListener("icegatheringstatechange", done);
+    });
+  }
+
+  async function openCall(ticket) {
+    const peer = new RTCPeerConnection();
+    pc = peer;
+    for (const track of mic.getAudioTracks()) peer.addTrack(track, mic);
+    peer.ontrack = (e) => {
+      const audio = $("remote");
+      audio.srcObject = e.streams[0] || new MediaStream([e.track]);
+      audio.play().catch((err) => showError("audio_blocked", "the browser would not play the reply: " + err.message));
+    };
+    peer.onconnectionstatechange = () => {
+      if (peer !== pc) return;
+      if (peer.connectionState === "failed") {
+        showError("call_failed", "the WebRTC connection failed (no ICE route to the server: see README, WebRTC networking)");
+        hangUp("failed", "failed");
+      } else if (peer.connectionState === "closed") {
+        hangUp(state.phase === "open" ? "closed" : "failed", "call ended");
+      }
+    };
+    const channel = peer.createDataChannel("oai-events");
+    dc = channel;
+    channel.onopen = () => {
+      if (channel !== dc) return;
+      setPhase("open", "connected (WebRTC)");
+      send(sessionUpdate());
+      sending = true;
+    };
+    channel.binaryType = "arraybuffer";
+    channel.onmessage = (m) => {
+      // The server may send an event as a binary message: it is the same UTF-8 JSON.
+      const data = typeof m.data === "string" ? m.data : new TextDecoder().decode(m.data);
+      let ev;
+      try { ev = JSON.parse(data); } catch (_) { return showError("bad_event", "the server sent a message that is not JSON"); }
+      handle(ev);
+    };
+    channel.onclose = () => {
+      if (channel !== dc) return;
+      state.close = { code: 1000, reason: "data channel closed" };
+      hangUp(state.phase === "open" ? "closed" : "failed", "call ended");
+    };
+    await peer.setLocalDescription(await peer.createOffer());
+    await gathered(peer);
+    if (peer !== pc) return; // hung up meanwhile
+    const r = await fetch("/v1/realtime/calls", {
+      method: "POST", cache: "no-store",
+      headers: { Authorization: "Bearer " + ticket, "Content-Type": "application/sdp" },
+      body: peer.localDescription.sdp,
+    });
+    const text = await r.text();
+    if (r.status !== 201) {
+      let body = {};
+      try { body = JSON.parse(text); } catch (_) { /* not JSON */ }
+      const err = body.error || {};
+      throw pageError(err.code || body.name || "http_" + r.status, err.message || body.message || text || r.statusText);
+    }
+    if (peer !== pc) return;
+    state.callId = (r.headers.get("Location") || "").split("/").pop() || null;
+    await peer.setRemoteDescription({ type: "answer", sdp: text });
+    statsTimer = setInterval(() => countInbound(peer), STATS_MS);
+  }
+
+  // countInbound reads the remote track's inbound-rtp figures: what of the reply arrived and was
+  // decoded (totalAudioEnergy is above zero only for sound).
+  async function countInbound(peer) {
+    let report;
+    try { report = await peer.getStats(); } catch (_) { return; }
+    report.forEach((s) => {
+      if (s.type !== "inbound-rtp" || s.kind !== "audio") return;
+      state.inbound = {
+        bytes: s.bytesReceived || 0, packets: s.packetsReceived || 0,
+        energy: s.totalAudioEnergy || 0, seconds: s.totalSamplesDuration || 0,
+      };
+      $("received").textContent = (s.packetsReceived || 0) + " packets";
+    });
+  }
+
   function handle(ev) {
     state.events[ev.type] = (state.events[ev.type] || 0) + 1;
     const now = performance.now();
@@ -325,6 +436,7 @@
         break;
       }
       case "input_audio_buffer.speech_started":
+        speechAt = now;
         state.speech.push({ item_id: ev.item_id, start_ms: ev.audio_start_ms, end_ms: null });
         if (player && player.playing()) bargeIn();
         line(ev.item_id, "user");
@@ -384,6 +496,12 @@
         }
         break;
       }
+      case "output_audio_buffer.started": // WebRTC: the reply starts on the track
+        if (turn) figure("stopToAudio", now - turn.stoppedAt);
+        break;
+      case "output_audio_buffer.cleared": // WebRTC: a barge-in cut the reply on the server
+        if (speechAt) state.bufferCleared.push(Math.round(now - speechAt));
+        break;
       case "response.done": {
         const r = ev.response || {};
         if (r.status && r.status !== "completed") {
@@ -436,7 +554,13 @@
       const ticket = credential.startsWith("ek_") ? credential : await ticketFor(credential);
       if (state.phase !== "ticket") return; // hung up meanwhile
       setPhase("connecting", "connecting");
-      openSocket(ticket);
+      state.transport = $("transport").value;
+      if (state.transport === "webrtc") {
+        if (typeof RTCPeerConnection !== "function") throw pageError("webrtc_unavailable", "this browser has no WebRTC: choose WebSocket");
+        await openCall(ticket);
+      } else {
+        openSocket(ticket);
+      }
     } catch (err) {
       showError(err.code || err.name || "error", err.message);
       hangUp("failed", "failed");
@@ -445,6 +569,17 @@
 
   function hangUp(phase, text) {
     sending = false;
+    clearInterval(statsTimer);
+    statsTimer = 0;
+    if (dc || pc) {
+      // Closing the peer connection ends the call on the server.
+      const channel = dc;
+      const peer = pc;
+      dc = pc = null;
+      if (channel) channel.close();
+      if (peer) peer.close();
+      $("remote").srcObject = null;
+    }
     if (ws) {
       const sock = ws;
       ws = null;
@@ -455,6 +590,7 @@
     if (ctx) ctx.close();
     capture = mic = ctx = player = null;
     turn = null;
+    speechAt = 0;
     $("level").value = 0;
     setPhase(phase || "idle", text || "not connected");
   }
