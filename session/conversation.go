@@ -248,20 +248,29 @@ func (c *conversation) configure() error {
 		c.detector = nil
 	}
 	c.partials.reset()
-	if c.sess.TurnDetection.Type != wire.TurnNone && c.engines.NewTurnDetector != nil {
-		f, err := c.engines.NewTurnDetector(c.sess.TurnDetection, c.partials.Partial)
-		if err != nil {
-			return fmt.Errorf("turn detection: %w", err)
-		}
-		c.detector = f
-		c.detectBase = c.input.timeline
-	}
+	// The squelch first: a detector reads the VAD pass it lends.
 	if c.squelch == nil && c.engines.NewSquelch != nil {
 		q, err := c.engines.NewSquelch()
 		if err != nil {
 			return fmt.Errorf("squelch: %w", err)
 		}
 		c.squelch = q
+	}
+	if c.sess.TurnDetection.Type != wire.TurnNone {
+		var f TurnDetector
+		var err error
+		if shared, ok := c.squelch.(SharedSquelch); ok && c.engines.NewTurnDetectorOn != nil {
+			f, err = c.engines.NewTurnDetectorOn(c.sess.TurnDetection, c.partials.Partial, shared)
+		} else if c.engines.NewTurnDetector != nil {
+			f, err = c.engines.NewTurnDetector(c.sess.TurnDetection, c.partials.Partial)
+		}
+		if err != nil {
+			return fmt.Errorf("turn detection: %w", err)
+		}
+		if f != nil {
+			c.detector = f
+			c.detectBase = c.input.timeline
+		}
 	}
 	return nil
 }

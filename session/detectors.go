@@ -12,27 +12,33 @@ import (
 // or Semantic (semantic_vad: eagerness, reading the partial transcript).
 func TurnDetectors(speech turn.Speech) func(wire.TurnDetection, Partial) (TurnDetector, error) {
 	return func(td wire.TurnDetection, partial Partial) (TurnDetector, error) {
-		var d turn.Detector
-		var err error
-		switch td.Type {
-		case wire.TurnSemanticVAD:
-			cfg := turn.DefaultSemanticConfig(speech, turn.TranscriptFunc(partial))
-			if cfg.Eagerness, err = turn.ParseEagerness(td.Eagerness); err != nil {
-				return nil, err
-			}
-			d, err = turn.NewSemantic(cfg)
-		default:
-			cfg := turn.DefaultHushConfig(speech)
-			cfg.Threshold = td.Threshold
-			cfg.PrefixPadding = time.Duration(td.PrefixPaddingMs) * time.Millisecond
-			cfg.SilenceDuration = time.Duration(td.SilenceDurationMs) * time.Millisecond
-			d, err = turn.NewHush(cfg)
-		}
-		if err != nil {
+		return TurnDetectorOn(td, partial, speech)
+	}
+}
+
+// TurnDetectorOn is Engines.NewTurnDetectorOn: the detector for td reading speech (the VAD pass
+// the conversation's squelch lends).
+func TurnDetectorOn(td wire.TurnDetection, partial Partial, speech turn.Speech) (TurnDetector, error) {
+	var d turn.Detector
+	var err error
+	switch td.Type {
+	case wire.TurnSemanticVAD:
+		cfg := turn.DefaultSemanticConfig(speech, turn.TranscriptFunc(partial))
+		if cfg.Eagerness, err = turn.ParseEagerness(td.Eagerness); err != nil {
 			return nil, err
 		}
-		return &detector{d: d}, nil
+		d, err = turn.NewSemantic(cfg)
+	default:
+		cfg := turn.DefaultHushConfig(speech)
+		cfg.Threshold = td.Threshold
+		cfg.PrefixPadding = time.Duration(td.PrefixPaddingMs) * time.Millisecond
+		cfg.SilenceDuration = time.Duration(td.SilenceDurationMs) * time.Millisecond
+		d, err = turn.NewHush(cfg)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return &detector{d: d}, nil
 }
 
 // detector is a turn.Detector as a TurnDetector: it counts the samples fed, so its events are

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/voiced/voiced/speechcore/audio"
@@ -66,5 +68,78 @@ func TestTurnDetectorsServerVAD(t *testing.T) {
 	}
 	if _, err := newDetector(wire.TurnDetection{Type: wire.TurnSemanticVAD, Eagerness: "eager"}, func() string { return "" }); err == nil {
 		t.Error("semantic_vad with eagerness \"eager\": no error")
+	}
+}
+
+// countingProber counts the windows its model runs (read after the conversation has ended).
+type countingProber struct {
+	energyProber
+	windows *atomic.Int64
+}
+
+func (p *countingProber) Feed(pcm []float32, emit func(float32)) error {
+	return p.energyProber.Feed(pcm, func(prob float32) { p.windows.Add(1); emit(prob) })
+}
+
+// passSquelch is a SharedSquelch standing in for cmd/voiced's: it admits a push in which any
+// window is speech, and lends its pass.
+type passSquelch struct {
+	*turn.Shared
+	reader turn.Prober
+}
+
+func (q *passSquelch) Push(pcm []float32) ([]float32, error) {
+	open := false
+	err := q.reader.Feed(pcm, func(prob float32) { open = open || prob > 0.5 })
+	if !open {
+		return nil, err
+	}
+	return pcm, err
+}
+
+func (q *passSquelch) Close() error {
+	q.reader.Close()
+	return q.Shared.Close()
+}
+
+// One VAD pass per conversation: with a squelch that lends its pass, the turn detector reads it,
+// so the model runs once per window of input — not once for the squelch and again for the
+// detector — and the turn is still found and answered.
+func TestOneVADPassPerConversation(t *testing.T) {
+	leakCheck(t)
+	var windows atomic.Int64
+	counting := turn.SpeechFunc(func() (turn.Prober, error) { return &countingProber{windows: &windows}, nil })
+	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hello there"}, Voice: fakeVoice{},
+		NewSquelch: func() (Squelch, error) {
+			p, _ := counting.NewProber()
+			pass := turn.Share(p)
+			r, err := pass.NewProber()
+			return &passSquelch{Shared: pass, reader: r}, err
+		},
+		NewTurnDetector:   TurnDetectors(counting), // a second pass: what the conversation must not use
+		NewTurnDetectorOn: TurnDetectorOn,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newFakeTransport(t, Media{TrackInput: true})
+	end := converse(t, s, tr)
+	tr.until("session.created")
+	tr.event(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio": map[string]any{"input": map[string]any{"turn_detection": map[string]any{"type": "server_vad", "silence_duration_ms": 300}}}}})
+	tr.until("session.updated")
+	const frames = 60 // 20 ms each at 24 kHz: 400 ms of speech, then 800 ms of silence
+	for i := range frames {
+		tr.in <- Inbound{Audio: tone24(20, i < 20), AudioRate: 24000}
+	}
+	evs := tr.until("response.done")
+	for _, want := range []string{"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "response.created"} {
+		if !strings.Contains(typesOf(evs), want) {
+			t.Errorf("no %s in %s", want, typesOf(evs))
+		}
+	}
+	end()
+	if want := int64(frames * 320 / 512); windows.Load() != want {
+		t.Errorf("the model ran %d windows over %d windows of audio, want once per window", windows.Load(), want)
 	}
 }

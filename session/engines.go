@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -58,6 +59,14 @@ type Squelch interface {
 	Push(pcm16k []float32) ([]float32, error)
 }
 
+// SharedSquelch is a Squelch that lends its speech-probability pass: each NewProber reads the
+// probabilities the squelch's own pass computes (turn.Shared), fed the same audio in the same
+// order. The conversation's turn detectors read it through NewTurnDetectorOn.
+type SharedSquelch interface {
+	Squelch
+	turn.Speech
+}
+
 // Meter receives seconds heard and spoken, per principal and org (the meter package stores them).
 // Record is called at every turn end and at least every second during a turn, with the seconds
 // since the last call (deltas, never totals).
@@ -87,6 +96,10 @@ type Engines struct {
 	// partial is what semantic_vad reads.
 	NewTurnDetector func(td wire.TurnDetection, partial Partial) (TurnDetector, error)
 	NewSquelch      func() (Squelch, error)
+	// NewTurnDetectorOn, when set and the conversation's squelch lends its VAD pass (it is also a
+	// turn.Speech: see SharedSquelch), is used instead of NewTurnDetector with that pass as speech,
+	// so the model runs once per window for the squelch and the detector both.
+	NewTurnDetectorOn func(td wire.TurnDetection, partial Partial, speech turn.Speech) (TurnDetector, error)
 	// Ready, when set, is asked before each upgrade: a non-nil error (a *door.Refusal such
 	// as speech_not_warm) refuses the socket.
 	Ready func() error

@@ -135,14 +135,15 @@ func newMachine(model Speech, threshold float64, minSpeech, prefix time.Duration
 		return nil, fmt.Errorf("new turn detector: %w", err)
 	}
 	return &machine{
-		stream:    stream,
-		open:      float32(threshold),
-		close:     float32(max(threshold-0.15, 0.01)), // Silero's own negative threshold
-		minSpeech: samples(minSpeech),
-		prefix:    samples(prefix),
-		wait:      wait,
-		runStart:  -1,
-		silence:   -1,
+		stream:      stream,
+		windowStart: -int64(stream.Pending()), // a shared pass may be mid-window when this joins it
+		open:        float32(threshold),
+		close:       float32(max(threshold-0.15, 0.01)), // Silero's own negative threshold
+		minSpeech:   samples(minSpeech),
+		prefix:      samples(prefix),
+		wait:        wait,
+		runStart:    -1,
+		silence:     -1,
 	}, nil
 }
 
@@ -210,7 +211,8 @@ func (f *machine) Floor() Floor { return f.floorState }
 func (f *machine) Reset() {
 	f.stream.Reset()
 	f.floorState, f.runStart, f.silence = Quiet, -1, -1
-	f.windowStart, f.turnFloor = f.next, f.next
+	// A shared pass (Shared) is not reset by one reader: its part window still counts.
+	f.windowStart, f.turnFloor = f.next-int64(f.stream.Pending()), f.next
 }
 
 func (f *machine) Close() error {

@@ -209,8 +209,9 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 		if svc.Silero == nil {
 			return nil, errors.New("the Silero model is not loaded")
 		}
-		return squelch.New(squelch.Config{Model: svc.Silero})
+		return newSharedSquelch(svc.Silero)
 	}
+	e.NewTurnDetectorOn = session.TurnDetectorOn
 	e.NewTurnDetector = session.TurnDetectors(turn.SpeechFunc(func() (turn.Prober, error) {
 		if svc.Silero == nil {
 			return nil, errors.New("the Silero model is not loaded")
@@ -222,6 +223,41 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 		return s, nil
 	}))
 	return e
+}
+
+// sharedSquelch is a conversation's squelch and the one Silero pass it lends to the
+// conversation's turn detectors (session.SharedSquelch): the model runs once per window for both.
+type sharedSquelch struct {
+	*squelch.Squelch
+	*turn.Shared
+}
+
+var _ session.SharedSquelch = sharedSquelch{}
+
+func newSharedSquelch(m *squelch.Model) (sharedSquelch, error) {
+	stream, err := m.NewStream()
+	if err != nil {
+		return sharedSquelch{}, err
+	}
+	pass := turn.Share(stream)
+	reader, err := pass.NewProber()
+	if err == nil {
+		var q *squelch.Squelch
+		if q, err = squelch.New(squelch.Config{Prober: reader}); err == nil {
+			return sharedSquelch{q, pass}, nil
+		}
+	}
+	pass.Close()
+	return sharedSquelch{}, err
+}
+
+// Close closes the squelch's reader, then the pass.
+func (s sharedSquelch) Close() error {
+	err := s.Squelch.Close()
+	if cerr := s.Shared.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // meterHook hands the conversation's seconds to the meter; a turn's end writes them durably.

@@ -39,6 +39,10 @@ type Config struct {
 	ModelPath string
 	// Model, when set, is a loaded model shared with other squelches; the Squelch does not close it.
 	Model *Model
+	// Prober, when set, is where the squelch reads its speech probabilities instead of opening a
+	// Stream on Model: a reader of a pass shared with a turn detector (turn.Shared), so Silero
+	// runs once per window for both. The Squelch closes it; Model and ModelPath are not used.
+	Prober Prober
 	// Env is the ONNX Runtime environment to load ModelPath on; nil means runtime.Shared().
 	Env *runtime.Env
 	// OpenThreshold: a window whose speech probability reaches it opens the gate.
@@ -95,11 +99,22 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Confirm < 0 {
 		return c, fmt.Errorf("%w: confirm %v must be >= 0 (or squelch.Off)", ErrConfig, c.Confirm)
 	}
-	if c.Model == nil && c.ModelPath == "" {
+	if c.Model == nil && c.ModelPath == "" && c.Prober == nil {
 		return c, fmt.Errorf("%w: no model path (the mount's models/silero-vad/silero_vad.onnx)", ErrConfig)
 	}
 	return c, nil
 }
+
+// Prober is a stream of per-window speech probabilities: a Stream, or a reader of a pass shared
+// with other readers of the same audio. Feed calls emit once per window completed, in order.
+type Prober interface {
+	Feed(pcm16k []float32, emit func(prob float32)) error
+	Window() int
+	Reset()
+	Close() error
+}
+
+var _ Prober = (*Stream)(nil)
 
 // Squelch gates one stream of 16 kHz audio. Push admits a push whole or not at all: whole while
 // the gate is open at any point in it, with the held LEAD in front when it is the push that opens.
@@ -108,7 +123,7 @@ type Squelch struct {
 	cfg            Config
 	model          *Model
 	ownModel       bool
-	stream         *Stream
+	stream         Prober
 	hangSamples    int
 	leadSamples    int
 	confirmSamples int
@@ -136,6 +151,11 @@ func New(cfg Config) (*Squelch, error) {
 		leadSamples:    samples(cfg.Lead),
 		confirmSamples: samples(cfg.Confirm),
 		quiet:          -1,
+	}
+	if cfg.Prober != nil {
+		s.stream = cfg.Prober
+		s.held = make([]float32, 0, s.leadSamples+SampleRate)
+		return s, nil
 	}
 	if s.model == nil {
 		if s.model, err = Load(cfg.Env, cfg.ModelPath); err != nil {
@@ -191,7 +211,7 @@ func (s *Squelch) step(prob float32) {
 			s.speechy = 0
 			return
 		}
-		s.speechy += WindowSamples
+		s.speechy += s.stream.Window()
 		if s.speechy >= s.confirmSamples {
 			s.open, s.quiet, s.speechy = true, -1, 0
 		}
@@ -202,7 +222,7 @@ func (s *Squelch) step(prob float32) {
 		return
 	}
 	if prob < s.cfg.CloseThreshold || s.quiet >= 0 {
-		s.quiet = max(s.quiet, 0) + WindowSamples
+		s.quiet = max(s.quiet, 0) + s.stream.Window()
 		if s.quiet >= s.hangSamples {
 			s.open, s.quiet = false, -1
 		}
