@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -324,6 +325,38 @@ type partials struct {
 	// streamed is the transcript already sent as input_audio_transcription.delta for the turn's
 	// item (owned by the one decode worker that runs at a time; reset with gen).
 	streamed string
+	// mel is the open turn's log-mel when Ears take features (owned by the one decode worker
+	// that runs at a time, like streamed).
+	mel partialMel
+}
+
+// partialMel keeps the open turn's log-mel (audio.MelStream) between its partial decodes: a turn's
+// audio only grows until the turn ends, so each decode computes only the frames new since the
+// last, bit for bit what LogMel of the whole window gives (audio's TestMelStreamEqualsLogMel).
+type partialMel struct {
+	stream *audio.MelStream
+	gen    int64 // the turn (partials.gen) stream holds
+	buf    []float32
+}
+
+// transcribe decodes pcm, the turn gen's audio so far (its last window when slid): through the
+// turn's MelStream when ears take features and the turn still fits one window, else as a whole
+// window (a turn past 30 s slides its window, which a MelStream cannot follow).
+func (m *partialMel) transcribe(ctx context.Context, ears Ears, gen int64, pcm []float32, slid bool) (string, error) {
+	me, ok := ears.(MelEars)
+	if !ok || slid || len(pcm) > audio.WhisperSamples {
+		return ears.Transcribe(ctx, pcm)
+	}
+	if m.stream == nil {
+		m.stream = audio.NewMelStream(me.NumMels())
+	}
+	if m.gen != gen || m.stream.Len() > len(pcm) {
+		m.stream.Reset() // a new turn restarts the stream
+		m.gen = gen
+	}
+	m.stream.Append(pcm[m.stream.Len():])
+	m.buf = m.stream.Compute(m.buf)
+	return me.TranscribeMel(ctx, m.buf)
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -356,11 +389,12 @@ func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stre
 		p.streamed = "" // a new turn (the previous decode, if any, has finished: busy was false)
 	}
 	p.decoded = len(pcm)
-	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-30*hearRate):]...)
+	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
+	slid := len(pcm) > audio.WhisperSamples
 	gen := p.gen.Load()
 	c.work.Go(func() {
 		defer p.busy.Store(false)
-		text, err := c.engines.Ears.Transcribe(c.ctx, snapshot)
+		text, err := p.mel.transcribe(c.ctx, c.engines.Ears, gen, snapshot, slid)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}

@@ -18,6 +18,16 @@ type Ears interface {
 	Transcribe(ctx context.Context, pcm16k []float32) (string, error)
 }
 
+// MelEars is Ears that also decodes precomputed log-mel features (Whisper: NumMels bands ×
+// audio.WhisperFrames, as audio.LogMel or an audio.MelStream gives them). The conversation's
+// partial decodes then keep the open turn's mel and compute only the frames new since the last
+// partial, instead of the whole window's each time. mel is read until TranscribeMel returns.
+type MelEars interface {
+	Ears
+	NumMels() int
+	TranscribeMel(ctx context.Context, mel []float32) (string, error)
+}
+
 // Voice speaks text: emit is called with each piece's audio (24 kHz mono PCM16) as soon as it
 // exists. voice is the session's voice name (an OpenAI name such as "alloy" or a mounted Kokoro
 // voice); the adapter maps names it does not have to its default. An error from emit stops it.

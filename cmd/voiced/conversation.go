@@ -287,6 +287,30 @@ func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
 	return r.Text, nil
 }
 
+var _ session.MelEars = ears{}
+
+// NumMels is Whisper's mel bands (80 before it is loaded: the conversation asks only once warm).
+func (e ears) NumMels() int {
+	if w := e.svc.Whisper; w != nil {
+		return w.NumMels()
+	}
+	return 80
+}
+
+// TranscribeMel decodes a partial from the features the conversation keeps (session.MelEars).
+func (e ears) TranscribeMel(ctx context.Context, mel []float32) (string, error) {
+	w := e.svc.Whisper
+	if w == nil {
+		return "", speechcore.ErrNotWarm
+	}
+	r, err := w.TranscribeMel(ctx, mel)
+	if err != nil {
+		return "", err
+	}
+	e.svc.ObserveTranscription(r)
+	return r.Text, nil
+}
+
 // voice is Kokoro: a session's voice name is matched to a mounted voice (kokoro.MatchVoice).
 type voice struct{ svc *speechcore.Service }
 
