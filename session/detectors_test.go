@@ -143,3 +143,34 @@ func TestOneVADPassPerConversation(t *testing.T) {
 		t.Errorf("the model ran %d windows over %d windows of audio, want once per window", windows.Load(), want)
 	}
 }
+
+// semantic_vad's eagerness travels from session.update to the detector it builds and is echoed
+// in session.updated, each value as OpenAI names it.
+func TestEagernessReachesDetector(t *testing.T) {
+	leakCheck(t)
+	built := make(chan turn.Eagerness, 1)
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{},
+		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {
+			d, err := TurnDetectors(energySpeech)(td, p)
+			if err == nil {
+				if sem, ok := d.(*detector).d.(*turn.Semantic); ok {
+					built <- sem.Config().Eagerness
+				}
+			}
+			return d, err
+		}}})
+	c := ts.open(t)
+	for _, e := range []string{"low", "medium", "high", "auto"} {
+		c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+			"audio": map[string]any{"input": map[string]any{"turn_detection": map[string]any{"type": "semantic_vad", "eagerness": e}}}}})
+		ev := c.expect("session.updated")[0]
+		td := ev["session"].(map[string]any)["audio"].(map[string]any)["input"].(map[string]any)["turn_detection"].(map[string]any)
+		if td["type"] != "semantic_vad" || td["eagerness"] != e {
+			t.Errorf("eagerness %s: session.updated echoes %v", e, td)
+		}
+		want, _ := turn.ParseEagerness(e)
+		if got := <-built; got != want {
+			t.Errorf("eagerness %s: the detector runs at %v", e, got)
+		}
+	}
+}
