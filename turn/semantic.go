@@ -85,6 +85,14 @@ var leadsOn = map[string]bool{
 	"um": true, "umm": true, "uh": true, "uhh": true, "uhm": true, "er": true, "erm": true, "hmm": true, "ah": true,
 	// articles: nothing ends on one
 	"the": true, "a": true, "an": true,
+	// possessives a noun must follow
+	"my": true, "your": true, "our": true, "their": true,
+}
+
+// leadOnUnlessAsked are prepositions a statement does not end on ("I want to book a table for")
+// while a question may ("What are you looking for?").
+var leadOnUnlessAsked = map[string]bool{
+	"to": true, "for": true, "with": true, "about": true, "of": true, "from": true, "at": true, "into": true,
 }
 
 // Classify reads how a partial transcript ends.
@@ -100,8 +108,11 @@ func Classify(text string) Ending {
 		return Trailing
 	}
 	words := strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
-	if len(words) > 0 && leadsOn[strings.ToLower(words[len(words)-1])] {
-		return Trailing
+	if len(words) > 0 {
+		last := strings.ToLower(words[len(words)-1])
+		if leadsOn[last] || leadOnUnlessAsked[last] && !strings.HasSuffix(text, "?") {
+			return Trailing
+		}
 	}
 	switch text[len(text)-1] {
 	case '.', '?', '!':
@@ -112,10 +123,14 @@ func Classify(text string) Ending {
 
 // Waits at medium eagerness (and auto), by how the transcript ends. Low doubles them, high
 // halves them, so the trailing wait is semantic_vad's maximum: 8 s low, 4 s medium, 2 s high.
-// Hush waits 500 ms whatever was said; a finished sentence here costs 300 ms at medium.
+// Hush waits 500 ms whatever was said. Tuned on the turn-end corpus (TestTurnEndCorpus, LLM.md):
+// Silero itself scores speech for 0–170 ms past a word's end, so a finished sentence's 200 ms
+// puts the median turn end within 250 ms of the speech end; words without a sentence end
+// (Whisper ends a finished sentence with . ? !) wait 2 s, so a 1.5 s thinking pause after
+// "I was wondering if you could" is not cut.
 var mediumWaits = map[Ending]time.Duration{
-	Complete:   300 * time.Millisecond,
-	Unfinished: 800 * time.Millisecond,
+	Complete:   200 * time.Millisecond,
+	Unfinished: 2 * time.Second,
 	NoWords:    800 * time.Millisecond,
 	Trailing:   4 * time.Second,
 }
@@ -184,8 +199,20 @@ func NewSemantic(cfg SemanticConfig) (*Semantic, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.hang = s.hang
 	s.machine = f
 	return s, nil
+}
+
+// hang keeps Silero's hysteresis (a window between the thresholds after speech is still speech)
+// unless the words say the turn is done: then the fading tail of the last word, which Silero
+// scores between the thresholds for up to ~200 ms, already counts toward the wait.
+func (s *Semantic) hang() bool {
+	text := ""
+	if s.cfg.Transcript != nil {
+		text = s.cfg.Transcript.Partial()
+	}
+	return Classify(text) != Complete
 }
 
 func (s *Semantic) wait(int) int {

@@ -97,10 +97,10 @@ func TestParseEagerness(t *testing.T) {
 func TestWaitNumbers(t *testing.T) {
 	ms := time.Millisecond
 	want := map[Eagerness]map[Ending]time.Duration{
-		EagernessLow:    {Complete: 600 * ms, Unfinished: 1600 * ms, NoWords: 1600 * ms, Trailing: 8 * time.Second},
-		EagernessMedium: {Complete: 300 * ms, Unfinished: 800 * ms, NoWords: 800 * ms, Trailing: 4 * time.Second},
-		EagernessAuto:   {Complete: 300 * ms, Unfinished: 800 * ms, NoWords: 800 * ms, Trailing: 4 * time.Second},
-		EagernessHigh:   {Complete: 150 * ms, Unfinished: 400 * ms, NoWords: 400 * ms, Trailing: 2 * time.Second},
+		EagernessLow:    {Complete: 400 * ms, Unfinished: 4 * time.Second, NoWords: 1600 * ms, Trailing: 8 * time.Second},
+		EagernessMedium: {Complete: 200 * ms, Unfinished: 2 * time.Second, NoWords: 800 * ms, Trailing: 4 * time.Second},
+		EagernessAuto:   {Complete: 200 * ms, Unfinished: 2 * time.Second, NoWords: 800 * ms, Trailing: 4 * time.Second},
+		EagernessHigh:   {Complete: 100 * ms, Unfinished: 1 * time.Second, NoWords: 400 * ms, Trailing: 2 * time.Second},
 	}
 	for e, byEnding := range want {
 		for ending, w := range byEnding {

@@ -112,6 +112,9 @@ type machine struct {
 	minSpeech int
 	prefix    int
 	wait      func(silence int) int
+	// hang, when set, says whether a window between the thresholds after speech still counts
+	// as speech (Silero's hysteresis); nil is always. Semantic drops it once the words are done.
+	hang func() bool
 
 	floorState  Floor
 	next        int64 // session position of the next sample fed, in samples
@@ -194,7 +197,7 @@ func (f *machine) step(prob float32, from, to int64) Event {
 		f.silence, f.lastSpeech = -1, to
 		return nil
 	}
-	if prob >= f.close && f.silence < 0 {
+	if prob >= f.close && f.silence < 0 && (f.hang == nil || f.hang()) {
 		f.lastSpeech = to // still speech by Silero's hysteresis
 		return nil
 	}
