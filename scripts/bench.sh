@@ -59,6 +59,12 @@ common=(-url "$url" -token-file "$tmp/token")
 if [[ $converse == 1 ]]; then
 	"${bench[@]}" converse "${common[@]}" -jwt-secret-file "$tmp/jwt.secret" -pid "$server" \
 		-turns 12 -ramp-max 16 -ramp-turns 2 -idle 32 -json "$OUT/converse.json"
+	# Speculation on/off side by side: the bench starts its own fake mind (first token after
+	# 300 ms) and two servers on the same mount (--speculate true/false), semantic_vad.
+	if has speculate; then
+		"${bench[@]}" converse -mind-delay 300ms -voiced "$BIN" -speech-assets "$mount" -rounds 2 -turns 5 \
+			-json "$OUT/converse-speculation.json"
+	fi
 else
 	echo "bench: converse skipped: this voiced has no --jwt-secret-file (the conversation component is not wired yet)"
 fi

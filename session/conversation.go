@@ -73,7 +73,8 @@ type inputSide struct {
 	squelch     Squelch
 	speechItem  string // the user item named by speech_started, until committed
 	partials    partials
-	itemAudio   int64 // 16 kHz samples handed over in conversation.item.create (toward the session limit)
+	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
+	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
 	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
 	// the end of the last response's audio) while armed; speech disarms it.
 	idleArmed bool
@@ -146,6 +147,7 @@ func (c *conversation) run(parent context.Context) {
 		meter.Go(func() { c.drainOn(t.Draining()) })
 	}
 	defer func() {
+		c.dropSpeculation()
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
 		writer.Wait()
@@ -249,6 +251,7 @@ func (c *conversation) configure() error {
 		c.detector = nil
 	}
 	c.partials.reset()
+	c.dropSpeculation()
 	// The squelch first: a detector reads the VAD pass it lends.
 	if c.squelch == nil && c.engines.NewSquelch != nil {
 		q, err := c.engines.NewSquelch()

@@ -58,6 +58,10 @@ func (f *detector) Push(pcm []float32) ([]TurnEvent, error) {
 			out = append(out, TurnEvent{Sample: ev.Start})
 		case turn.SpeechStopped:
 			out = append(out, TurnEvent{Stopped: true, Sample: ev.End, SpeechEnd: ev.SpeechEnd})
+		case turn.EndLikely:
+			out = append(out, TurnEvent{Hint: HintEndLikely, Sample: ev.At, Transcript: ev.Transcript})
+		case turn.EndUnlikely:
+			out = append(out, TurnEvent{Hint: HintEndUnlikely, Sample: ev.At})
 		}
 	}
 	return out, err

@@ -174,3 +174,32 @@ func TestEagernessReachesDetector(t *testing.T) {
 		}
 	}
 }
+
+// semantic_vad's hints reach the conversation as TurnEvents: the transcript judged finished in
+// the pause (HintEndLikely), then the speaker going on (HintEndUnlikely), then the stop.
+func TestTurnDetectorsSemanticHints(t *testing.T) {
+	d, err := TurnDetectors(energySpeech)(wire.TurnDetection{Type: wire.TurnSemanticVAD}, func() string { return "Hi there." })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var evs []TurnEvent
+	for _, pcm := range [][]float32{loud16k(5120), make([]float32, 1024), loud16k(2048), make([]float32, 16000)} {
+		got, err := d.Push(pcm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, got...)
+	}
+	want := []TurnEvent{{Sample: 0}, {Hint: HintEndLikely, Sample: 5632, Transcript: "Hi there."},
+		{Hint: HintEndUnlikely, Sample: 6144}, {Hint: HintEndLikely, Sample: 8704, Transcript: "Hi there."},
+		{Stopped: true, Sample: 8192 + 3584, SpeechEnd: 8192}} // the Complete wait, 200 ms, in whole windows
+	if len(evs) != len(want) {
+		t.Fatalf("events %+v, want %+v", evs, want)
+	}
+	for i := range want {
+		if evs[i] != want[i] {
+			t.Fatalf("event %d: %+v, want %+v", i, evs[i], want[i])
+		}
+	}
+}

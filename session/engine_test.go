@@ -26,7 +26,8 @@ type fakeTransport struct {
 	media  Media
 	mu     sync.Mutex
 	events []map[string]any
-	read   int // events handed out by next
+	times  []time.Time // when each event was sent (benchmarks)
+	read   int         // events handed out by next
 	kick   chan struct{}
 	ends   []End
 }
@@ -56,6 +57,7 @@ func (f *fakeTransport) Send(_ context.Context, event []byte) error {
 	}
 	f.mu.Lock()
 	f.events = append(f.events, ev)
+	f.times = append(f.times, time.Now())
 	f.mu.Unlock()
 	select {
 	case f.kick <- struct{}{}:

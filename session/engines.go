@@ -57,7 +57,25 @@ type TurnEvent struct {
 	// SpeechEnd, on a Stopped event, is where the last speech ended (same clock as Sample); 0 when
 	// the detector does not say. Sample − SpeechEnd is the silence waited out (the turn wait metric).
 	SpeechEnd int64
+	// Hint, when set, makes this neither a start nor a stop but what the detector expects of the
+	// turn in progress (semantic_vad): the conversation may speculate on it (speculate.go).
+	Hint TurnHint
+	// Transcript is the partial transcript a HintEndLikely judged finished.
+	Transcript string
 }
+
+// TurnHint is what a detector expects of the turn in progress, in a pause.
+type TurnHint int
+
+const (
+	HintNone TurnHint = iota
+	// HintEndLikely: the partial transcript (TurnEvent.Transcript) reads finished: the turn ends
+	// if the pause lasts.
+	HintEndLikely
+	// HintEndUnlikely: after HintEndLikely, the turn goes on (speech resumed, or the text no
+	// longer reads finished).
+	HintEndUnlikely
+)
 
 // Partial gives the latest partial transcript of the turn in progress, at once (semantic_vad
 // reads it on every quiet window).

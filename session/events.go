@@ -202,6 +202,11 @@ func (c *conversation) bill(heard int) bool {
 func (c *conversation) turnEvent(te TurnEvent) {
 	at := max(c.detectBase+te.Sample, 0) // on the session's timeline
 	switch {
+	case te.Hint == HintEndLikely && c.speechItem != "":
+		c.speculate(te.Transcript)
+	case te.Hint == HintEndUnlikely:
+		c.dropSpeculation() // the speaker goes on
+	case te.Hint != HintNone:
 	case !te.Stopped && c.speechItem == "":
 		c.speechItem = wire.NewID("item_")
 		c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
@@ -213,6 +218,7 @@ func (c *conversation) turnEvent(te TurnEvent) {
 		c.input.speechStart = at
 		c.idleArmed = false
 		c.partials.reset()
+		c.dropSpeculation()
 	case te.Stopped && c.speechItem != "":
 		end := min(at, c.input.timeline)
 		c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
@@ -228,10 +234,14 @@ func (c *conversation) turnEvent(te TurnEvent) {
 		}
 		raw, span := c.input.takeSpan(c.input.speechStart, end)
 		c.commit(c.takeSpeechItem(), raw, span)
-		if c.sess.TurnDetection.CreateResponse {
-			if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
-				c.send(err)
-			}
+		spec := c.takeSpeculation()
+		if !c.sess.TurnDetection.CreateResponse {
+			spec.drop()
+			return
+		}
+		// The reply decides on the speculation once the final transcript is in.
+		if err := c.startReplyOn(wire.ResponseParams{}, "", spec); err != nil {
+			c.send(err)
 		}
 	}
 }
@@ -292,6 +302,7 @@ func (c *conversation) resetTurn() {
 		c.detector.Reset()
 	}
 	c.partials.reset()
+	c.dropSpeculation()
 }
 
 // takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.

@@ -22,6 +22,8 @@ type metrics struct {
 	finalDecode prometheus.Histogram // commit → the item's transcript
 	mindFirst   prometheus.Histogram // the mind asked → its first delta
 	answer      prometheus.Histogram // end of speech → the reply's first audio delta
+
+	speculations *prometheus.CounterVec // outcome: started, used, discarded (speculate.go)
 }
 
 func newMetrics() *metrics {
@@ -42,13 +44,16 @@ func newMetrics() *metrics {
 			"A reply asking the mind to its first delta (after the user's transcripts are in)."),
 		answer: hist("voiced_conversation_first_audio_seconds",
 			"The end of the user's speech (turn detected) to the reply's first audio delta queued: turn wait + transcript + mind + first synthesis."),
+		speculations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voiced_conversation_speculative_mind_calls_total",
+			Help: "Mind calls started on a partial transcript before the turn ended (semantic_vad, --speculate), by outcome: started; used (the final transcript matched: the reply streamed it); discarded (it did not, the speaker went on, or the turn was reset)."},
+			[]string{"outcome"}),
 	}
 }
 
 // Collectors returns the conversations' series for a Prometheus registry (never the default one).
 func (s *Server) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.open, m.refused, m.turnWait, m.finalDecode, m.mindFirst, m.answer}
+	return []prometheus.Collector{m.open, m.refused, m.turnWait, m.finalDecode, m.mindFirst, m.answer, m.speculations}
 }
 
 // refuse counts a handshake refusal under its reason (door.Refusal.Reason) and answers it.

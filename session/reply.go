@@ -37,14 +37,22 @@ type reply struct {
 	// outOfBand: response.create with conversation "none": its items are not written to the
 	// conversation, it does not block other responses, and only response.cancel naming it stops it.
 	outOfBand bool
+	// spec is the turn's speculative answer (speculate.go), owned by the reply's worker: adopted
+	// when it asked what the reply asks, else dropped.
+	spec *speculation
 }
 
 // startReply begins a response on a worker; a response still writing the conversation is an
 // error (out-of-band responses run beside it).
 func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.Error {
+	return c.startReplyOn(p, eventID, nil)
+}
+
+// startReplyOn is startReply handed the turn's speculation (nil: none), which it owns from here.
+func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec *speculation) *wire.Error {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		outOfBand: p.Conversation == "none"}
+		outOfBand: p.Conversation == "none", spec: spec}
 	c.mu.Lock()
 	if r.outOfBand {
 		if c.outOfBand == nil {
@@ -56,6 +64,7 @@ func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.E
 			if !a.cancelled {
 				c.mu.Unlock()
 				cancel(nil)
+				spec.drop()
 				return wire.ErrActiveResponse(a.id, eventID)
 			}
 			r.prev = a.done // cancelled, finishing its done events: the new reply waits for them
@@ -126,6 +135,7 @@ type replyRun struct {
 
 // respond runs the mind and speaks its answer.
 func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
+	defer r.spec.drop() // cancelled when done with; counted as discarded unless adopted
 	if r.prev != nil {
 		select {
 		case <-r.prev:
@@ -153,25 +163,36 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 	err := c.waitTranscripts(r.ctx)
 	if err == nil {
-		req := mind.Request{Instructions: cfg.Instructions, History: history(c.context(input)),
-			ToolChoice: toolChoice(cfg.ToolChoice)}
-		for _, t := range cfg.Tools {
-			req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		req := mindRequest(cfg, c.context(input))
+		m := c.engines.Mind
+		if r.spec.adopt(req) {
+			m = timedMind{Mind: r.spec, first: c.srv.metrics.mindFirst}
+		} else {
+			r.spec.drop()
 		}
-		if cfg.ToolChoice.Mode == wire.ToolChoiceNone {
-			req.Tools = nil
-		}
-		err = run.stream(req)
+		err = run.stream(m, req)
 	}
 	run.finish(err)
 }
 
-// stream runs the mind on this goroutine and writes the reply on another: the mind's deltas
+// mindRequest is what a reply configured so asks the mind about items.
+func mindRequest(cfg wire.Session, items []wire.Item) mind.Request {
+	req := mind.Request{Instructions: cfg.Instructions, History: history(items), ToolChoice: toolChoice(cfg.ToolChoice)}
+	for _, t := range cfg.Tools {
+		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	if cfg.ToolChoice.Mode == wire.ToolChoiceNone {
+		req.Tools = nil
+	}
+	return req
+}
+
+// stream runs the mind (the conversation's, or a speculation it adopted) on this goroutine and writes the reply on another: the mind's deltas
 // become ops (open the message, say a sentence, send text, extend a call) queued in order, so the
 // events keep the order they would have on one goroutine while synthesis overlaps the mind.
 // It returns when both are done; the writer's error wins (a quota, a synthesis failure), else
 // the mind's.
-func (run *replyRun) stream(req mind.Request) error {
+func (run *replyRun) stream(m mind.Mind, req mind.Request) error {
 	run.ctx, run.cancel = context.WithCancelCause(run.r.ctx)
 	defer run.cancel(nil)
 	run.ops = make(chan func() error, pipeDepth)
@@ -187,7 +208,7 @@ func (run *replyRun) stream(req mind.Request) error {
 		}
 		writerDone <- err
 	}()
-	_, err := run.c.engines.Mind.Answer(run.ctx, req, run.delta)
+	_, err := m.Answer(run.ctx, req, run.delta)
 	if err == nil && run.speak && run.splitter != nil {
 		if rest := run.splitter.Flush(); rest != "" {
 			err = run.queue(func() error { return run.say(rest) })

@@ -53,6 +53,12 @@ type Config struct {
 	TicketTTL        time.Duration
 	SessionLimit     time.Duration // seconds of audio (heard + spoken) before a clean close
 	IdleTimeout      time.Duration
+	// Speculate: under semantic_vad, ask the mind on the partial transcript as soon as the
+	// detector judges it finished, before the turn ends, and release that answer when the final
+	// transcript matches (speculate.go). A mind that bills per call pays for the discarded ones.
+	// False (the zero value): the mind is asked once the turn has ended. cmd/voiced's --speculate
+	// turns it on by default.
+	Speculate bool
 
 	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining

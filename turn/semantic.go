@@ -182,11 +182,13 @@ func DefaultSemanticConfig(model Speech, transcript Transcript) SemanticConfig {
 const semanticThreshold = 0.5
 
 // Semantic ends a turn on silence weighed against the words so far: a finished sentence yields
-// the floor sooner than Hush, a trailing "and…" holds it longer.
+// the floor sooner than Hush, a trailing "and…" holds it longer. In a pause it also says what it
+// expects (EndLikely when the words read finished, EndUnlikely when speech resumes after that).
 type Semantic struct {
 	*machine
 	cfg        SemanticConfig
 	lastEnding Ending
+	lastText   string
 }
 
 // NewSemantic validates cfg and starts Quiet.
@@ -200,6 +202,7 @@ func NewSemantic(cfg SemanticConfig) (*Semantic, error) {
 		return nil, err
 	}
 	f.hang = s.hang
+	f.likely = func() (string, bool) { return s.lastText, s.lastEnding == Complete }
 	s.machine = f
 	return s, nil
 }
@@ -220,7 +223,7 @@ func (s *Semantic) wait(int) int {
 	if s.cfg.Transcript != nil {
 		text = s.cfg.Transcript.Partial()
 	}
-	s.lastEnding = Classify(text)
+	s.lastEnding, s.lastText = Classify(text), text
 	return samples(Wait(s.cfg.Eagerness, s.lastEnding))
 }
 

@@ -157,7 +157,7 @@ func TestSemanticWaits(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := newSemantic(t, tc.eagerness, TranscriptFunc(func() string { return tc.text }))
-			events := feedAll(t, s, pcm, push250ms)
+			events := floorOnly(feedAll(t, s, pcm, push250ms))
 			if kinds(events) != "SE" {
 				t.Fatalf("events %v", events)
 			}
@@ -202,7 +202,7 @@ func TestSemanticWaitsThroughTrailingAnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		events = append(events, ev...)
+		events = append(events, floorOnly(ev)...)
 	}
 	if kinds(events) != "SE" {
 		t.Fatalf("semantic: %v, want one turn through the pause after \"and\"", events)
@@ -236,7 +236,7 @@ func TestSemanticTranscriptArrivesLate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		events = append(events, ev...)
+		events = append(events, floorOnly(ev)...)
 	}
 	if kinds(events) != "SE" {
 		t.Fatalf("events %v", events)

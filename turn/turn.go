@@ -69,7 +69,8 @@ func (f Floor) String() string {
 	return fmt.Sprintf("Floor(%d)", int(f))
 }
 
-// Event is SpeechStarted or SpeechStopped.
+// Event is SpeechStarted or SpeechStopped, or (Semantic only) EndLikely or EndUnlikely: hints
+// about the turn in progress that change nobody's floor.
 type Event interface{ isEvent() }
 
 // SpeechStarted: the user took the floor (input_audio_buffer.speech_started). Start is where
@@ -88,8 +89,27 @@ type SpeechStopped struct {
 	SpeechEnd int64
 }
 
+// EndLikely: in a pause of a held turn, the partial transcript reads as a finished sentence
+// (Classify says Complete), so the turn ends if the pause lasts its wait. A listener may start
+// on Transcript (the text judged) before the turn ends: that is what speculation does. At is the
+// end of the window judged (samples). It comes once per distinct text judged: a newer partial
+// that also reads finished sends another.
+type EndLikely struct {
+	At         int64
+	Transcript string
+}
+
+// EndUnlikely: after EndLikely, the turn goes on: speech resumed in the pause (Resumed), or a
+// newer partial no longer reads finished. What EndLikely named is not the turn's last word.
+type EndUnlikely struct {
+	At      int64
+	Resumed bool
+}
+
 func (SpeechStarted) isEvent() {}
 func (SpeechStopped) isEvent() {}
+func (EndLikely) isEvent()     {}
+func (EndUnlikely) isEvent()   {}
 
 // The compile-time checks that both detectors are Detectors.
 var (
@@ -115,14 +135,17 @@ type machine struct {
 	// hang, when set, says whether a window between the thresholds after speech still counts
 	// as speech (Silero's hysteresis); nil is always. Semantic drops it once the words are done.
 	hang func() bool
+	// likely, when set (Semantic), says whether the text judged by the last wait reads finished.
+	likely func() (transcript string, finished bool)
 
 	floorState  Floor
-	next        int64 // session position of the next sample fed, in samples
-	windowStart int64 // session position of the window being filled
-	runStart    int64 // first sample of the current run of speech windows; -1 when none
-	silence     int   // samples of silence counted toward the wait; -1 while none is counting
-	lastSpeech  int64 // end of the last speech window while Held
-	turnFloor   int64 // the previous turn's end: no start is reported before it
+	next        int64  // session position of the next sample fed, in samples
+	windowStart int64  // session position of the window being filled
+	runStart    int64  // first sample of the current run of speech windows; -1 when none
+	silence     int    // samples of silence counted toward the wait; -1 while none is counting
+	lastSpeech  int64  // end of the last speech window while Held
+	turnFloor   int64  // the previous turn's end: no start is reported before it
+	likelyText  string // the transcript EndLikely last named in this pause; "" when none stands
 	closed      bool
 }
 
@@ -195,6 +218,10 @@ func (f *machine) step(prob float32, from, to int64) Event {
 	}
 	if prob >= f.open {
 		f.silence, f.lastSpeech = -1, to
+		if f.likelyText != "" {
+			f.likelyText = ""
+			return EndUnlikely{At: from, Resumed: true}
+		}
 		return nil
 	}
 	if prob >= f.close && f.silence < 0 && (f.hang == nil || f.hang()) {
@@ -203,17 +230,35 @@ func (f *machine) step(prob float32, from, to int64) Event {
 	}
 	f.silence = max(f.silence, 0) + f.stream.Window()
 	if f.silence < f.wait(f.silence) {
+		return f.hint(to)
+	}
+	f.floorState, f.silence, f.turnFloor, f.likelyText = Yielded, -1, to, ""
+	return SpeechStopped{End: to, SpeechEnd: f.lastSpeech}
+}
+
+// hint is EndLikely when the pause's transcript newly reads finished, EndUnlikely when what
+// EndLikely named no longer does, else nil.
+func (f *machine) hint(at int64) Event {
+	if f.likely == nil {
 		return nil
 	}
-	f.floorState, f.silence, f.turnFloor = Yielded, -1, to
-	return SpeechStopped{End: to, SpeechEnd: f.lastSpeech}
+	text, finished := f.likely()
+	switch {
+	case finished && text != f.likelyText:
+		f.likelyText = text
+		return EndLikely{At: at, Transcript: text}
+	case !finished && f.likelyText != "":
+		f.likelyText = ""
+		return EndUnlikely{At: at}
+	}
+	return nil
 }
 
 func (f *machine) Floor() Floor { return f.floorState }
 
 func (f *machine) Reset() {
 	f.stream.Reset()
-	f.floorState, f.runStart, f.silence = Quiet, -1, -1
+	f.floorState, f.runStart, f.silence, f.likelyText = Quiet, -1, -1, ""
 	// A shared pass (Shared) is not reset by one reader: its part window still counts.
 	f.windowStart, f.turnFloor = f.next-int64(f.stream.Pending()), f.next
 }

@@ -31,6 +31,8 @@ type converseBench struct {
 	secret    []byte
 	jwt       string
 	silenceMs int
+	turnType  string // turn_detection.type: "" is server_vad
+	eagerness string // semantic_vad's eagerness ("" is the server's default)
 	gap       time.Duration
 	utts      []utterance
 	seq       atomic.Int64
@@ -78,6 +80,12 @@ func runConverse(ctx context.Context, args []string) error {
 	idle := fs.Int("idle", 16, "memory per idle conversation: open this many (0: skip)")
 	pid := fs.Int("pid", 0, "read the server's VmRSS from /proc/PID/status (default: /v1/speech/health processResidentBytes)")
 	calibrate := fs.Bool("calibrate", true, "time each clip's decode on /v1/transcribe and each first sentence on /v1/synthesize to estimate the server's own overhead")
+	mindDelay := fs.Duration("mind-delay", 0, "compare speculation: start a fake OpenAI-compatible mind whose first token comes after this, and two voiced servers (-voiced) that use it, --speculate on and off; speak the same turns to both (semantic_vad) and print each one's answer latency (the other phases are skipped)")
+	speculate := fs.String("speculate", "on,off", "with -mind-delay: the sides to run: on,off | on | off")
+	voicedBin := fs.String("voiced", os.Getenv("VOICED_BIN"), "with -mind-delay: the voiced binary to start (else $VOICED_BIN)")
+	mount := fs.String("speech-assets", os.Getenv("VOICED_SPEECH_ASSETS"), "with -mind-delay: the mount the servers use (default: a fresh fixture mount)")
+	rounds := fs.Int("rounds", 4, "with -mind-delay: conversations per side, alternating between the sides (-turns turns each)")
+	eagerness := fs.String("eagerness", "", "with -mind-delay: semantic_vad's eagerness (default: the server's, auto)")
 	var files stringList
 	fs.Var(&files, "audio", "a speech file (.pcm float32 LE 16 kHz, or .wav); repeatable. Default: $VOICED_SILERO_TESTFILES/*.pcm")
 	if err := c.parse(fs, args); err != nil {
@@ -85,6 +93,32 @@ func runConverse(ctx context.Context, args []string) error {
 	}
 	if *turns < 1 || *turns > 1000 || *rampMax < 0 || *rampMax > 64 || *rampTurns < 1 || *rampTurns > 100 || *idle < 0 || *idle > 1000 {
 		return errors.New("-turns 1..1000, -ramp-max 0..64, -ramp-turns 1..100, -idle 0..1000")
+	}
+	if *mindDelay > 0 {
+		sides := strings.Split(*speculate, ",")
+		for _, side := range sides {
+			if side != "on" && side != "off" {
+				return errors.New("-speculate: on,off | on | off")
+			}
+		}
+		if *voicedBin == "" {
+			return errors.New("-mind-delay needs -voiced (or $VOICED_BIN): the bench starts the servers")
+		}
+		if *rounds < 1 || *rounds > 100 {
+			return errors.New("-rounds 1..100")
+		}
+		recs, err := loadRecordings(files, os.Getenv("VOICED_SILERO_TESTFILES"))
+		if err != nil {
+			return err
+		}
+		utts := splitUtterances(recs)
+		if len(utts) == 0 {
+			return errors.New("no utterance found in the speech files")
+		}
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		return speculationCompare{bin: *voicedBin, mount: *mount, delay: *mindDelay, sides: sides, rounds: *rounds,
+			turns: *turns, eagerness: *eagerness}.run(ctx, &c, utts)
 	}
 	b := &converseBench{c: &c, silenceMs: *silenceMs, gap: *gap}
 	switch {
@@ -526,8 +560,14 @@ func (b *converseBench) open(ctx context.Context) (*websocket.Conn, error) {
 // session.updated.
 func (b *converseBench) configure(ctx context.Context, conn *websocket.Conn) error {
 	td := map[string]any{"type": "server_vad"}
-	if b.silenceMs > 0 {
+	if b.turnType != "" {
+		td["type"] = b.turnType
+	}
+	if b.silenceMs > 0 && td["type"] == "server_vad" {
 		td["silence_duration_ms"] = b.silenceMs
+	}
+	if b.eagerness != "" && td["type"] == "semantic_vad" {
+		td["eagerness"] = b.eagerness
 	}
 	upd, _ := json.Marshal(map[string]any{"type": "session.update", "session": map[string]any{
 		"input_audio_format": "pcm16", "output_audio_format": "pcm16",

@@ -37,6 +37,7 @@ type conversationComponent struct {
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
 	maxConversations, maxPerTenant                          int
+	speculate                                               bool
 
 	srv      *session.Server
 	stopKeys context.CancelFunc // ends the JWKS refresh
@@ -58,6 +59,7 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
 	fs.StringVar(&c.mindModel, "mind-model", "", "the model name sent to --mind-url")
 	fs.StringVar(&c.mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
+	fs.BoolVar(&c.speculate, "speculate", true, "semantic_vad: ask the mind on the partial transcript once it reads finished, before the turn ends, and use the answer when the final transcript matches (a mind that bills per call pays for the discarded ones; server_vad never speculates)")
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 }
 
@@ -94,7 +96,7 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	cfg := session.Config{
 		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
-		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Log: app.Log.With("component", "conversation"),
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, Log: app.Log.With("component", "conversation"),
 		Engines: speechEngines(app, m),
 	}
 	if app.Sockets != nil {

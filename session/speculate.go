@@ -1,0 +1,237 @@
+package session
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+
+	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/wire"
+)
+
+// Speculation (issue 10, item 1). While the user's turn is still held, semantic_vad may judge the
+// partial transcript finished (HintEndLikely, a pause after "What time is it?"). The conversation
+// then asks the mind on that text at once and holds its answer, sending nothing. When the turn
+// really ends, the reply started for it compares what it would ask the mind with what was asked:
+// the same request (the last user message's text compared normalised: case, punctuation,
+// whitespace; everything else exactly), and the reply adopts the speculation: it streams the held
+// answer, and the rest as it comes, as its own, without asking the mind again. Different (the
+// final transcript differs, the history or the session changed), or the speaker went on
+// (HintEndUnlikely), or the turn was reset, and the speculation is cancelled: it sent no event,
+// took no response id, counted no usage and wrote no item, so it leaves no trace but the
+// voiced_conversation_speculative_mind_calls_total counters (a mind that bills per call pays for
+// discarded ones: Config.Speculate turns it off).
+//
+// Owners: the input goroutine starts a speculation and holds it (inputSide.spec) until the turn
+// ends; then the reply started for the turn holds it (reply.spec) and adopts or drops it. The
+// mind's goroutine runs on c.work (run waits for it) and ends once its ctx is cancelled: whoever
+// drops a speculation cancels it, never waiting on the network.
+
+// heldDeltas bounds the answer a speculation holds before a reply adopts it; past it the mind is
+// slowed (its emit waits), as a reply's own pipeline slows it.
+const heldDeltas = 256
+
+// Outcomes of a speculative mind call (the counter's label).
+const (
+	specStarted   = "started"
+	specUsed      = "used"
+	specDiscarded = "discarded"
+)
+
+type speculation struct {
+	c      *conversation
+	text   string       // the partial transcript speculated on, normalised
+	req    mind.Request // what the mind was asked
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed once the mind's answer has ended: reply and err are set
+	reply  mind.Reply
+	err    error
+
+	mu      sync.Mutex
+	held    []mind.Delta  // the answer so far, not yet taken by the reply that adopted it
+	more    chan struct{} // cap 1: held grew
+	room    chan struct{} // cap 1: the adopter took what was held
+	settled atomic.Bool   // counted as used or discarded
+}
+
+// speculate starts the mind on text, the partial transcript of the held turn that the detector
+// judged finished (on the input goroutine). A speculation on the same words stands; one on other
+// words is dropped first.
+func (c *conversation) speculate(text string) {
+	norm := normalise(text)
+	if !c.srv.cfg.Speculate || !c.sess.TurnDetection.CreateResponse || c.speechItem == "" || norm == "" {
+		return
+	}
+	if c.spec != nil && c.spec.text == norm {
+		return
+	}
+	c.dropSpeculation()
+	c.mu.Lock()
+	busy := c.active != nil && !c.active.cancelled
+	c.mu.Unlock()
+	if busy {
+		return // the turn's end could not start a reply now
+	}
+	items := append(c.context(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
+		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
+	req := mindRequest(c.sess.ForResponse(wire.ResponseParams{}), items)
+	ctx, cancel := context.WithCancel(c.ctx)
+	s := &speculation{c: c, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		more: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+	c.spec = s
+	m := c.engines.Mind
+	if t, ok := m.(timedMind); ok {
+		m = t.Mind // the reply that adopts it observes the first token it waited for
+	}
+	c.srv.metrics.speculations.WithLabelValues(specStarted).Inc()
+	c.log.Debug("speculative mind call started", "item", c.speechItem)
+	c.work.Go(func() {
+		defer close(s.done)
+		s.reply, s.err = m.Answer(ctx, req, s.hold)
+	})
+}
+
+// dropSpeculation cancels the turn's speculation, if any (input goroutine).
+func (c *conversation) dropSpeculation() {
+	c.spec.drop()
+	c.spec = nil
+}
+
+// takeSpeculation hands the turn's speculation to whoever ends the turn (input goroutine).
+func (c *conversation) takeSpeculation() *speculation {
+	s := c.spec
+	c.spec = nil
+	return s
+}
+
+// drop cancels the speculation; unless a reply adopted it, it counts as discarded. Safe on nil
+// and more than once.
+func (s *speculation) drop() {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	if s.settled.CompareAndSwap(false, true) {
+		s.c.srv.metrics.speculations.WithLabelValues(specDiscarded).Inc()
+		s.c.log.Debug("speculative mind call discarded")
+	}
+}
+
+// adopt reports whether the reply asking req may take the speculation's answer as its own, and
+// if so marks it used. A speculation whose mind already failed is not adopted: the reply asks
+// again.
+func (s *speculation) adopt(req mind.Request) bool {
+	if s == nil || !sameRequest(s.req, req) {
+		return false
+	}
+	select {
+	case <-s.done:
+		if s.err != nil {
+			return false
+		}
+	default:
+	}
+	if !s.settled.CompareAndSwap(false, true) {
+		return false
+	}
+	s.c.srv.metrics.speculations.WithLabelValues(specUsed).Inc()
+	s.c.log.Debug("speculative mind call used")
+	return true
+}
+
+// hold is the speculative call's emit: it keeps the delta for the reply that may adopt it.
+func (s *speculation) hold(d mind.Delta) error {
+	if d.Call != nil {
+		call := *d.Call
+		d.Call = &call
+	}
+	for {
+		s.mu.Lock()
+		if len(s.held) < heldDeltas {
+			s.held = append(s.held, d)
+			s.mu.Unlock()
+			signal(s.more)
+			return nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.room:
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+	}
+}
+
+func (s *speculation) take() []mind.Delta {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	if len(held) > 0 {
+		signal(s.room)
+	}
+	return held
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Answer makes an adopted speculation a mind.Mind for the reply: it emits what was held, then
+// each delta as the speculative call produces it, and returns that call's reply. req is the
+// adopting reply's (adopt checked it asks the same).
+func (s *speculation) Answer(ctx context.Context, _ mind.Request, emit func(mind.Delta) error) (mind.Reply, error) {
+	for {
+		ended := false
+		select {
+		case <-s.done:
+			ended = true // nothing is held after this but what take returns now
+		default:
+		}
+		for _, d := range s.take() {
+			if err := emit(d); err != nil {
+				return mind.Reply{}, err
+			}
+		}
+		if ended {
+			return s.reply, s.err
+		}
+		select {
+		case <-s.more:
+		case <-s.done:
+		case <-ctx.Done():
+			return mind.Reply{}, ctx.Err()
+		}
+	}
+}
+
+var _ mind.Mind = (*speculation)(nil)
+
+// sameRequest: b asks what a asked, the last user message's text compared normalised.
+func sameRequest(a, b mind.Request) bool {
+	if a.Instructions != b.Instructions || a.ToolChoice != b.ToolChoice || len(a.History) != len(b.History) ||
+		len(a.History) == 0 || !reflect.DeepEqual(a.Tools, b.Tools) {
+		return false
+	}
+	n := len(a.History) - 1
+	la, lb := a.History[n], b.History[n]
+	if la.Role != mind.RoleUser || lb.Role != mind.RoleUser || normalise(la.Text) != normalise(lb.Text) {
+		return false
+	}
+	return reflect.DeepEqual(a.History[:n], b.History[:n])
+}
+
+// normalise is a transcript as compared for speculation: lower case, letters and digits only,
+// single spaces ("Hello, there!" and "hello there" are the same words).
+func normalise(text string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
+}

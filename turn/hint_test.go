@@ -1,0 +1,139 @@
+package turn
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// floorOnly keeps the events that change the floor (SpeechStarted, SpeechStopped).
+func floorOnly(events []Event) []Event {
+	var out []Event
+	for _, e := range events {
+		switch e.(type) {
+		case SpeechStarted, SpeechStopped:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// levelProber is a Prober without a model: a 512-sample window is speech (1) when its first
+// sample is non-zero, else silence (0).
+type levelProber struct{ buf []float32 }
+
+func (p *levelProber) Feed(pcm []float32, emit func(float32)) error {
+	p.buf = append(p.buf, pcm...)
+	for len(p.buf) >= p.Window() {
+		prob := float32(0)
+		if p.buf[0] != 0 {
+			prob = 1
+		}
+		emit(prob)
+		p.buf = p.buf[p.Window():]
+	}
+	return nil
+}
+func (p *levelProber) Window() int  { return 512 }
+func (p *levelProber) Pending() int { return len(p.buf) }
+func (p *levelProber) Reset()       { p.buf = nil }
+func (p *levelProber) Close() error { return nil }
+
+var levelSpeech = SpeechFunc(func() (Prober, error) { return &levelProber{}, nil })
+
+// windows is n 512-sample windows of speech or silence.
+func windows(n int, speech bool) []float32 {
+	x := make([]float32, 512*n)
+	if speech {
+		for i := range x {
+			x[i] = 0.5
+		}
+	}
+	return x
+}
+
+// In a pause Semantic says what it expects of the turn, before it ends it: EndLikely on the first
+// quiet window whose transcript reads finished (again when a newer finished text differs),
+// EndUnlikely when speech resumes after it or the text stops reading finished; Hush never hints.
+func TestSemanticHints(t *testing.T) {
+	type step struct {
+		pcm  []float32
+		text string // the partial transcript while this audio is fed
+	}
+	tests := map[string]struct {
+		steps []step
+		want  string
+	}{
+		"finished then stop": {[]step{{windows(10, true), "Hi there."}, {windows(12, false), "Hi there."}},
+			"S L(Hi there.) E"},
+		"resumed": {[]step{{windows(10, true), "Hi there."}, {windows(3, false), "Hi there."},
+			{windows(6, true), "Hi there. And"}, {windows(12, false), "Hi there. And then?"}},
+			"S L(Hi there.) U(resumed) L(Hi there. And then?) E"},
+		"newer text": {[]step{{windows(10, true), "Book it."}, {windows(2, false), "Book it."},
+			{windows(12, false), "Book it for two."}},
+			"S L(Book it.) L(Book it for two.) E"},
+		"no longer finished": {[]step{{windows(10, true), "Book it."}, {windows(2, false), "Book it."},
+			{windows(4, false), "Book it tomorrow"}, {windows(70, false), "Book it tomorrow"}},
+			"S L(Book it.) U E"},
+		"unfinished never hints": {[]step{{windows(10, true), "I think the"}, {windows(200, false), "I think the"}},
+			"S E"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			text := ""
+			s, err := NewSemantic(DefaultSemanticConfig(levelSpeech, TranscriptFunc(func() string { return text })))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var got []string
+			var at int64
+			for _, st := range tc.steps {
+				text = st.text
+				evs, err := s.Feed(st.pcm, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at += int64(len(st.pcm))
+				for _, e := range evs {
+					switch e := e.(type) {
+					case SpeechStarted:
+						got = append(got, "S")
+					case SpeechStopped:
+						got = append(got, "E")
+					case EndLikely:
+						got = append(got, "L("+e.Transcript+")")
+					case EndUnlikely:
+						if e.Resumed {
+							got = append(got, "U(resumed)")
+						} else {
+							got = append(got, "U")
+						}
+					}
+				}
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Fatalf("events %q, want %q", g, tc.want)
+			}
+		})
+	}
+}
+
+// EndLikely comes on the first quiet window, long before the stop: that lead is what a
+// speculative reply has to work with (the Complete wait less one window).
+func TestEndLikelyLead(t *testing.T) {
+	s, err := NewSemantic(DefaultSemanticConfig(levelSpeech, TranscriptFunc(func() string { return "Stop." })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.Feed(append(windows(10, true), windows(20, false)...), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{SpeechStarted{Start: 0}, EndLikely{At: 11 * 512, Transcript: "Stop."},
+		SpeechStopped{End: 10*512 + int64(windowsFor(Wait(EagernessAuto, Complete)))*16, SpeechEnd: 10 * 512}}
+	if !reflect.DeepEqual(evs, want) {
+		t.Fatalf("events %+v, want %+v", evs, want)
+	}
+}
