@@ -235,6 +235,11 @@ func (h meterHook) Record(ctx context.Context, u session.Usage) error {
 	return nil
 }
 
+// Hold keeps the meter's Close waiting (bounded) until the conversation's last record.
+func (h meterHook) Hold() (release func()) { return h.app.Meter.Hold() }
+
+var _ session.MeterHolder = meterHook{}
+
 // ears is Whisper (one window at a time: the conversation splits longer utterances).
 type ears struct{ svc *speechcore.Service }
 
