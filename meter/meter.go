@@ -2,6 +2,8 @@ package meter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,7 +60,7 @@ type Meter struct {
 	closed  bool           // owned by mu: Close's final write began; Add counts seconds lost
 	holders int            // owned by mu: writers that hold the meter (Hold)
 	idle    chan struct{}  // owned by mu: closed when holders reach 0 while closing
-	writing int            // owned by mu: keys of the write in flight (they count toward MaxPendingKeys)
+	unsent  *batch         // owned by mu, written under writeMu: the batch being written or to retry as is
 
 	metrics *metrics
 
@@ -161,11 +163,14 @@ func (m *Meter) Add(principal, org, door string, heard, spoken float64) {
 	k := key{principal, org, door, Day(m.cfg.Now())}
 	m.mu.Lock()
 	c, kept := m.pending[k]
+	if !kept && m.unsent != nil {
+		_, kept = m.unsent.counts[k] // a key being retried takes no new room
+	}
 	lost := ""
 	switch {
 	case m.closed:
 		lost = LostClosed
-	case !kept && len(m.pending)+m.writing >= m.cfg.MaxPendingKeys:
+	case !kept && len(m.pending)+m.unsent.keys() >= m.cfg.MaxPendingKeys:
 		lost = LostPendingFull
 	default:
 		c.heard += heard
@@ -185,44 +190,83 @@ func (m *Meter) lose(k key, c counts, reason string) {
 		"door", k.door, "day", k.day, "heardSeconds", c.heard, "spokenSeconds", c.spoken)
 }
 
-// Flush writes every pending count in one transaction. On failure the counts stay pending and
-// the error (wrapping ErrStoreDown) is returned and kept for Stats.
+// batch is counts handed to the store under one id: a write whose outcome is unknown (the
+// connection dropped after COMMIT was sent) is retried with the same id, and a store that can
+// (Idempotent) applies it once.
+type batch struct {
+	id     string
+	counts map[key]counts
+}
+
+func (b *batch) keys() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.counts)
+}
+
+func newBatchID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Idempotent is a Store that applies a batch id once: a retry of a write that did land is a no-op.
+type Idempotent interface {
+	AddOnce(ctx context.Context, id string, recs []Record) error
+}
+
+// Flush writes the pending counts in one transaction: first a batch that failed before, as it
+// was (same id), then what is pending. On failure the counts stay (the failed batch kept whole
+// for its retry) and the error (wrapping ErrStoreDown) is returned and kept for Stats.
 func (m *Meter) Flush(ctx context.Context) error {
 	m.writeMu.Lock()
 	defer m.writeMu.Unlock()
-	m.mu.Lock()
-	batch := m.pending
-	m.pending = map[key]counts{}
-	m.writing = len(batch)
-	m.mu.Unlock()
-	if len(batch) == 0 {
-		return nil
+	for range 2 { // a kept batch, then what is pending
+		m.mu.Lock()
+		b := m.unsent
+		if b == nil && len(m.pending) > 0 {
+			b = &batch{id: newBatchID(), counts: m.pending}
+			m.pending = map[key]counts{}
+			m.unsent = b
+		}
+		m.mu.Unlock()
+		if b == nil {
+			return nil
+		}
+		if err := m.write(ctx, b); err != nil {
+			return err
+		}
 	}
-	recs := make([]Record, 0, len(batch))
-	for k, c := range batch {
+	return nil
+}
+
+func (m *Meter) write(ctx context.Context, b *batch) error {
+	recs := make([]Record, 0, len(b.counts))
+	for k, c := range b.counts {
 		at, _ := time.Parse(time.DateOnly, k.day)
 		recs = append(recs, Record{Principal: k.principal, Org: k.org, Door: k.door, At: at, Heard: c.heard, Spoken: c.spoken})
 	}
-	err := m.store.Add(ctx, recs)
+	var err error
+	if once, ok := m.store.(Idempotent); ok {
+		err = once.AddOnce(ctx, b.id, recs)
+	} else {
+		err = m.store.Add(ctx, recs)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.writing = 0
-	if err != nil {
-		for k, c := range batch { // put them back: nothing paid for is lost
-			p := m.pending[k]
-			p.heard += c.heard
-			p.spoken += c.spoken
-			m.pending[k] = p
-		}
+	if err != nil { // the batch stays unsent: nothing paid for is lost, nothing counted twice
 		m.failed++
 		m.lastErr = err
 		m.metrics.writeFailures.Inc()
-		m.cfg.Log.Error("meter write failed; counts kept and retried", "err", err, "failedWrites", m.failed, "pendingKeys", len(m.pending))
+		m.cfg.Log.Error("meter write failed; counts kept and retried", "err", err, "failedWrites", m.failed,
+			"pendingKeys", len(m.pending)+len(b.counts))
 		if !errors.Is(err, ErrStoreDown) {
 			err = fmt.Errorf("%w: %v", ErrStoreDown, err)
 		}
 		return err
 	}
+	m.unsent = nil
 	if m.failed > 0 {
 		m.cfg.Log.Info("meter caught up", "afterFailedWrites", m.failed)
 	}
@@ -244,13 +288,23 @@ func (m *Meter) Used(ctx context.Context, principal string) (float64, error) {
 	}
 	day := Day(now)
 	m.mu.Lock()
-	for k, c := range m.pending {
-		if k.principal == principal && k.day == day {
-			total += c.heard + c.spoken
+	for _, kept := range []map[key]counts{m.pending, m.unsentCounts()} {
+		for k, c := range kept {
+			if k.principal == principal && k.day == day {
+				total += c.heard + c.spoken
+			}
 		}
 	}
 	m.mu.Unlock()
 	return total, nil
+}
+
+// unsentCounts is the kept batch's counts (nil when none); mu held.
+func (m *Meter) unsentCounts() map[key]counts {
+	if m.unsent == nil {
+		return nil
+	}
+	return m.unsent.counts
 }
 
 // Remaining returns the seconds a principal may still use today, or -1 when there is no quota.
@@ -298,7 +352,7 @@ func (m *Meter) Usage(ctx context.Context, f Filter) ([]Row, error) { return m.s
 func (m *Meter) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{PendingKeys: len(m.pending), FailedWrites: m.failed, StoreHealthy: m.failed == 0,
+	s := Stats{PendingKeys: len(m.pending) + m.unsent.keys(), FailedWrites: m.failed, StoreHealthy: m.failed == 0,
 		Writers: m.holders, Closing: m.closing}
 	if m.lastErr != nil {
 		s.LastError = m.lastErr.Error()
@@ -367,11 +421,13 @@ func (m *Meter) Close(ctx context.Context) error {
 	}
 	if err != nil {
 		m.mu.Lock()
-		rest := m.pending
-		m.pending = map[key]counts{}
+		rest := []map[key]counts{m.pending, m.unsentCounts()}
+		m.pending, m.unsent = map[key]counts{}, nil
 		m.mu.Unlock()
-		for k, c := range rest {
-			m.lose(k, c, LostStoreDown)
+		for _, kept := range rest {
+			for k, c := range kept {
+				m.lose(k, c, LostStoreDown)
+			}
 		}
 	}
 	return err

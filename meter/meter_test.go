@@ -325,3 +325,82 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 	}
 	return d.GetCounter().GetValue()
 }
+
+// answerLost is a store whose first write lands but reports failure, as when the connection to
+// Postgres drops after COMMIT was sent.
+type answerLost struct {
+	*SQL
+	mu    sync.Mutex
+	fails int
+}
+
+func (a *answerLost) AddOnce(ctx context.Context, id string, recs []Record) error {
+	if err := a.SQL.AddOnce(ctx, id, recs); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fails > 0 {
+		a.fails--
+		return errors.New("connection reset after COMMIT")
+	}
+	return nil
+}
+
+// TestRetryOfALandedWriteCountsOnce: a write that landed but whose answer was lost is retried as
+// the same batch, and the store applies it once (TestFaultsPostgresAway found spoken seconds
+// counted twice when the link dropped mid-commit).
+func TestRetryOfALandedWriteCountsOnce(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			sql := s.(*SQL)
+			store := &answerLost{SQL: sql, fails: 1}
+			p := "once-" + name + time.Now().Format("150405.000000")
+			m := New(store, Config{FlushEvery: time.Hour})
+			ctx := context.Background()
+			m.Add(p, "acme", DoorConversation, 1, 2)
+			if err := m.Flush(ctx); !errors.Is(err, ErrStoreDown) {
+				t.Fatalf("first Flush = %v, want ErrStoreDown", err)
+			}
+			m.Add(p, "acme", DoorConversation, 0.5, 0)
+			if err := m.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := sql.Usage(ctx, Filter{Principal: p})
+			if len(rows) != 1 || !near(rows[0].Heard, 1.5) || !near(rows[0].Spoken, 2) {
+				t.Fatalf("rows = %+v, want heard 1.5 spoken 2 (the landed batch once)", rows)
+			}
+		})
+	}
+}
+
+// TestPendingIsBounded: while the store is away, counts for at most MaxPendingKeys keys are kept;
+// seconds for a new key past it are counted lost by name, and kept keys keep adding.
+func TestPendingIsBounded(t *testing.T) {
+	store := &flaky{Store: openSQLite(t), down: true}
+	var logs syncBuffer
+	m := New(store, Config{FlushEvery: time.Hour, MaxPendingKeys: 2, CloseWait: time.Millisecond,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	m.Add("a", "", DoorConversation, 1, 0)
+	m.Flush(context.Background()) // fails: a's batch kept for its retry
+	m.Add("b", "", DoorConversation, 1, 0)
+	m.Add("c", "", DoorConversation, 1, 0.5) // past the bound
+	m.Add("a", "", DoorConversation, 1, 0)   // a kept key keeps adding
+	if got := counterValue(t, m.metrics.lost.WithLabelValues(DoorConversation, LostPendingFull)); !near(got, 1.5) {
+		t.Errorf("lost pending_full = %v, want 1.5", got)
+	}
+	if !strings.Contains(logs.String(), `"principal":"c"`) {
+		t.Errorf("the lost key is not logged by name:\n%s", logs.String())
+	}
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]float64{"a": 2, "b": 1} {
+		if rows, _ := store.Usage(context.Background(), Filter{Principal: p}); len(rows) != 1 || !near(rows[0].Heard, want) {
+			t.Errorf("%s: rows = %+v, want heard %v", p, rows, want)
+		}
+	}
+}
