@@ -190,6 +190,21 @@ func (m *Meter) lose(k key, c counts, reason string) {
 		"door", k.door, "day", k.day, "heardSeconds", c.heard, "spokenSeconds", c.spoken)
 }
 
+// Sync writes what is pending now and returns when it is durable: concurrent callers share one
+// write (they wait on the write in flight, then the next carries all of theirs). While the store
+// refuses (a write failed and none landed since) it returns ErrStoreDown at once without
+// writing: the loop retries with backoff, and a caller serving audio is never held up by a store
+// that is away.
+func (m *Meter) Sync(ctx context.Context) error {
+	m.mu.Lock()
+	failing := m.failed > 0
+	m.mu.Unlock()
+	if failing {
+		return ErrStoreDown
+	}
+	return m.Flush(ctx)
+}
+
 // batch is counts handed to the store under one id: a write whose outcome is unknown (the
 // connection dropped after COMMIT was sent) is retried with the same id, and a store that can
 // (Idempotent) applies it once.

@@ -224,13 +224,15 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 	return e
 }
 
-// meterHook hands the conversation's seconds to the meter; a turn's end writes them durably.
+// meterHook hands the conversation's seconds to the meter; a turn's end, and each piece of audio
+// the conversation serves (session's meterNow), writes them durably (Sync: one shared write, none
+// while the store is away).
 type meterHook struct{ app *App }
 
 func (h meterHook) Record(ctx context.Context, u session.Usage) error {
 	h.app.Meter.Add(u.Subject, u.Org, meter.DoorConversation, u.Heard.Seconds(), u.Spoken.Seconds())
 	if u.TurnEnded {
-		return h.app.Meter.Flush(ctx)
+		return h.app.Meter.Sync(ctx)
 	}
 	return nil
 }
