@@ -2,6 +2,8 @@ package meter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,7 +20,25 @@ type Config struct {
 	// Now is the clock (default time.Now); tests pass their own.
 	Now func() time.Time
 	Log *slog.Logger
+	// CloseWait bounds how long Close waits for writers that still hold the meter (Hold) before
+	// it writes what is pending (default 10 s). Seconds a writer adds after the close are counted
+	// lost (voiced_meter_lost_seconds_total{reason="closed"}) and logged by principal.
+	CloseWait time.Duration
+	// MaxPendingKeys bounds the counts kept in memory while the store is away: principal/org/door/
+	// day keys (≈ 200 bytes each; the default 100 000 ≈ 20 MiB). Seconds for a new key past it are
+	// counted lost (reason "pending_full") and logged by principal; keys already kept keep adding.
+	MaxPendingKeys int
 }
+
+// Why seconds were lost (the reason label of voiced_meter_lost_seconds_total).
+const (
+	LostClosed      = "closed"       // added after Close returned (a writer outlived CloseWait)
+	LostPendingFull = "pending_full" // a new key while MaxPendingKeys were kept (store away long)
+	LostStoreDown   = "store_down"   // still pending when Close's final write gave up
+)
+
+// maxRetryWait caps the backoff between writes while the store refuses them.
+const maxRetryWait = 5 * time.Second
 
 type key struct{ principal, org, door, day string }
 
@@ -36,7 +56,11 @@ type Meter struct {
 	pending map[key]counts // owned by mu: counts not yet in the store
 	failed  int            // owned by mu: consecutive failed writes
 	lastErr error          // owned by mu
-	closed  bool           // owned by mu
+	closing bool           // owned by mu: Close began (it waits for holders)
+	closed  bool           // owned by mu: Close's final write began; Add counts seconds lost
+	holders int            // owned by mu: writers that hold the meter (Hold)
+	idle    chan struct{}  // owned by mu: closed when holders reach 0 while closing
+	unsent  *batch         // owned by mu, written under writeMu: the batch being written or to retry as is
 
 	metrics *metrics
 
@@ -51,6 +75,8 @@ type Stats struct {
 	FailedWrites int    `json:"failedWrites"`
 	LastError    string `json:"lastError,omitempty"`
 	StoreHealthy bool   `json:"storeHealthy"`
+	Writers      int    `json:"writers"` // writers holding the meter
+	Closing      bool   `json:"closing"`
 }
 
 // New starts a meter on store; Close stops it and writes what is pending.
@@ -64,6 +90,12 @@ func New(store Store, cfg Config) *Meter {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.CloseWait <= 0 {
+		cfg.CloseWait = 10 * time.Second
+	}
+	if cfg.MaxPendingKeys <= 0 {
+		cfg.MaxPendingKeys = 100_000
+	}
 	m := &Meter{cfg: cfg, store: store, pending: map[key]counts{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	m.metrics = newMetrics(m)
@@ -71,19 +103,52 @@ func New(store Store, cfg Config) *Meter {
 	return m
 }
 
+// loop writes every FlushEvery; while the store refuses, it waits twice as long after each failed
+// write, up to maxRetryWait (counts are kept meanwhile), and back to FlushEvery once one lands.
 func (m *Meter) loop() {
 	defer close(m.done)
-	t := time.NewTicker(m.cfg.FlushEvery)
+	wait := m.cfg.FlushEvery
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
 		case <-m.stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			m.Flush(ctx)
-			cancel()
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := m.Flush(ctx)
+		cancel()
+		if err != nil {
+			wait = min(2*wait, max(maxRetryWait, m.cfg.FlushEvery))
+		} else {
+			wait = m.cfg.FlushEvery
+		}
+		t.Reset(wait)
+	}
+}
+
+// Hold registers a writer that will Add until it calls release (idempotent): Close waits for
+// every holder, up to CloseWait, before its final write. A conversation holds the meter from its
+// start to its last record, so one still running when the server stops is not cut off.
+func (m *Meter) Hold() (release func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return func() {} // Close is not waiting for it; its Adds land until the final write, then count lost
+	}
+	m.holders++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.holders--
+			if m.holders == 0 && m.idle != nil {
+				close(m.idle)
+				m.idle = nil
+			}
+		})
 	}
 }
 
@@ -92,53 +157,131 @@ func (m *Meter) Add(principal, org, door string, heard, spoken float64) {
 	if heard <= 0 && spoken <= 0 {
 		return
 	}
-	m.metrics.heard.WithLabelValues(door).Add(max(heard, 0))
-	m.metrics.spoken.WithLabelValues(door).Add(max(spoken, 0))
+	heard, spoken = max(heard, 0), max(spoken, 0)
+	m.metrics.heard.WithLabelValues(door).Add(heard)
+	m.metrics.spoken.WithLabelValues(door).Add(spoken)
 	k := key{principal, org, door, Day(m.cfg.Now())}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := m.pending[k]
-	c.heard += heard
-	c.spoken += spoken
-	m.pending[k] = c
+	c, kept := m.pending[k]
+	if !kept && m.unsent != nil {
+		_, kept = m.unsent.counts[k] // a key being retried takes no new room
+	}
+	lost := ""
+	switch {
+	case m.closed:
+		lost = LostClosed
+	case !kept && len(m.pending)+m.unsent.keys() >= m.cfg.MaxPendingKeys:
+		lost = LostPendingFull
+	default:
+		c.heard += heard
+		c.spoken += spoken
+		m.pending[k] = c
+	}
+	m.mu.Unlock()
+	if lost != "" {
+		m.lose(k, counts{heard, spoken}, lost)
+	}
 }
 
-// Flush writes every pending count in one transaction. On failure the counts stay pending and
-// the error (wrapping ErrStoreDown) is returned and kept for Stats.
+// lose counts seconds that will never reach the store, by door and reason, and logs them by name.
+func (m *Meter) lose(k key, c counts, reason string) {
+	m.metrics.lost.WithLabelValues(k.door, reason).Add(c.heard + c.spoken)
+	m.cfg.Log.Error("meter usage lost", "reason", reason, "principal", k.principal, "org", k.org,
+		"door", k.door, "day", k.day, "heardSeconds", c.heard, "spokenSeconds", c.spoken)
+}
+
+// Sync writes what is pending now and returns when it is durable: concurrent callers share one
+// write (they wait on the write in flight, then the next carries all of theirs). While the store
+// refuses (a write failed and none landed since) it returns ErrStoreDown at once without
+// writing: the loop retries with backoff, and a caller serving audio is never held up by a store
+// that is away.
+func (m *Meter) Sync(ctx context.Context) error {
+	m.mu.Lock()
+	failing := m.failed > 0
+	m.mu.Unlock()
+	if failing {
+		return ErrStoreDown
+	}
+	return m.Flush(ctx)
+}
+
+// batch is counts handed to the store under one id: a write whose outcome is unknown (the
+// connection dropped after COMMIT was sent) is retried with the same id, and a store that can
+// (Idempotent) applies it once.
+type batch struct {
+	id     string
+	counts map[key]counts
+}
+
+func (b *batch) keys() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.counts)
+}
+
+func newBatchID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Idempotent is a Store that applies a batch id once: a retry of a write that did land is a no-op.
+type Idempotent interface {
+	AddOnce(ctx context.Context, id string, recs []Record) error
+}
+
+// Flush writes the pending counts in one transaction: first a batch that failed before, as it
+// was (same id), then what is pending. On failure the counts stay (the failed batch kept whole
+// for its retry) and the error (wrapping ErrStoreDown) is returned and kept for Stats.
 func (m *Meter) Flush(ctx context.Context) error {
 	m.writeMu.Lock()
 	defer m.writeMu.Unlock()
-	m.mu.Lock()
-	batch := m.pending
-	m.pending = map[key]counts{}
-	m.mu.Unlock()
-	if len(batch) == 0 {
-		return nil
+	for range 2 { // a kept batch, then what is pending
+		m.mu.Lock()
+		b := m.unsent
+		if b == nil && len(m.pending) > 0 {
+			b = &batch{id: newBatchID(), counts: m.pending}
+			m.pending = map[key]counts{}
+			m.unsent = b
+		}
+		m.mu.Unlock()
+		if b == nil {
+			return nil
+		}
+		if err := m.write(ctx, b); err != nil {
+			return err
+		}
 	}
-	recs := make([]Record, 0, len(batch))
-	for k, c := range batch {
+	return nil
+}
+
+func (m *Meter) write(ctx context.Context, b *batch) error {
+	recs := make([]Record, 0, len(b.counts))
+	for k, c := range b.counts {
 		at, _ := time.Parse(time.DateOnly, k.day)
 		recs = append(recs, Record{Principal: k.principal, Org: k.org, Door: k.door, At: at, Heard: c.heard, Spoken: c.spoken})
 	}
-	err := m.store.Add(ctx, recs)
+	var err error
+	if once, ok := m.store.(Idempotent); ok {
+		err = once.AddOnce(ctx, b.id, recs)
+	} else {
+		err = m.store.Add(ctx, recs)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err != nil {
-		for k, c := range batch { // put them back: nothing paid for is lost
-			p := m.pending[k]
-			p.heard += c.heard
-			p.spoken += c.spoken
-			m.pending[k] = p
-		}
+	if err != nil { // the batch stays unsent: nothing paid for is lost, nothing counted twice
 		m.failed++
 		m.lastErr = err
 		m.metrics.writeFailures.Inc()
-		m.cfg.Log.Error("meter write failed; counts kept and retried", "err", err, "failedWrites", m.failed, "pendingKeys", len(m.pending))
+		m.cfg.Log.Error("meter write failed; counts kept and retried", "err", err, "failedWrites", m.failed,
+			"pendingKeys", len(m.pending)+len(b.counts))
 		if !errors.Is(err, ErrStoreDown) {
 			err = fmt.Errorf("%w: %v", ErrStoreDown, err)
 		}
 		return err
 	}
+	m.unsent = nil
 	if m.failed > 0 {
 		m.cfg.Log.Info("meter caught up", "afterFailedWrites", m.failed)
 	}
@@ -160,13 +303,23 @@ func (m *Meter) Used(ctx context.Context, principal string) (float64, error) {
 	}
 	day := Day(now)
 	m.mu.Lock()
-	for k, c := range m.pending {
-		if k.principal == principal && k.day == day {
-			total += c.heard + c.spoken
+	for _, kept := range []map[key]counts{m.pending, m.unsentCounts()} {
+		for k, c := range kept {
+			if k.principal == principal && k.day == day {
+				total += c.heard + c.spoken
+			}
 		}
 	}
 	m.mu.Unlock()
 	return total, nil
+}
+
+// unsentCounts is the kept batch's counts (nil when none); mu held.
+func (m *Meter) unsentCounts() map[key]counts {
+	if m.unsent == nil {
+		return nil
+	}
+	return m.unsent.counts
 }
 
 // Remaining returns the seconds a principal may still use today, or -1 when there is no quota.
@@ -214,7 +367,8 @@ func (m *Meter) Usage(ctx context.Context, f Filter) ([]Row, error) { return m.s
 func (m *Meter) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{PendingKeys: len(m.pending), FailedWrites: m.failed, StoreHealthy: m.failed == 0}
+	s := Stats{PendingKeys: len(m.pending) + m.unsent.keys(), FailedWrites: m.failed, StoreHealthy: m.failed == 0,
+		Writers: m.holders, Closing: m.closing}
 	if m.lastErr != nil {
 		s.LastError = m.lastErr.Error()
 	}
@@ -231,16 +385,65 @@ func (m *Meter) Ping(ctx context.Context) error {
 	return p.Ping(ctx)
 }
 
-// Close stops the ticker and writes what is pending.
+// Close waits for the writers that hold the meter (up to CloseWait, and never past ctx), stops
+// the loop and writes what is pending, retrying with backoff while the store refuses and ctx
+// allows. Seconds still pending when ctx ends, and any added after the final write began, are
+// counted lost by name (voiced_meter_lost_seconds_total, an error log per principal).
 func (m *Meter) Close(ctx context.Context) error {
 	m.mu.Lock()
-	if m.closed {
+	if m.closing {
 		m.mu.Unlock()
 		return nil
 	}
-	m.closed = true
+	m.closing = true
+	var idle chan struct{}
+	if m.holders > 0 {
+		idle = make(chan struct{})
+		m.idle = idle
+	}
 	m.mu.Unlock()
+	if idle != nil {
+		bound := time.NewTimer(m.cfg.CloseWait)
+		select {
+		case <-idle:
+		case <-bound.C:
+		case <-ctx.Done():
+		}
+		bound.Stop()
+		if n := m.Stats().Writers; n > 0 {
+			m.cfg.Log.Error("meter closing while writers still hold it; what they add from now on is counted lost",
+				"writers", n, "waited", m.cfg.CloseWait.String())
+		}
+	}
 	close(m.stop)
 	<-m.done
-	return m.Flush(ctx)
+
+	m.mu.Lock()
+	m.closed = true // from here an Add is counted lost: nothing will write it
+	m.mu.Unlock()
+	err := m.Flush(ctx)
+	for wait := m.cfg.FlushEvery; err != nil; wait = min(2*wait, maxRetryWait) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			break
+		}
+		err = m.Flush(ctx)
+	}
+	if err != nil {
+		m.mu.Lock()
+		rest := []map[key]counts{m.pending, m.unsentCounts()}
+		m.pending, m.unsent = map[key]counts{}, nil
+		m.mu.Unlock()
+		for _, kept := range rest {
+			for k, c := range kept {
+				m.lose(k, c, LostStoreDown)
+			}
+		}
+	}
+	return err
 }

@@ -1,16 +1,21 @@
 package meter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 func openSQLite(t *testing.T) *SQL {
@@ -228,5 +233,174 @@ func TestOpenPostgresDownRefusesByName(t *testing.T) {
 	_, err := OpenPostgres(ctx, "postgres://voiced:voiced@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 	if !errors.Is(err, ErrStoreDown) {
 		t.Fatalf("OpenPostgres on a closed port = %v, want ErrStoreDown", err)
+	}
+}
+
+// TestCloseWaitsForLastWriters: a writer that holds the meter (a conversation still running when
+// the server stops) records after Close began; Close waits for it (bounded) and writes its
+// usage. A writer that outlives the bound records after the close: its seconds are counted lost
+// by name (metric + log), never dropped silently.
+func TestCloseWaitsForLastWriters(t *testing.T) {
+	store := openSQLite(t)
+	var logs syncBuffer
+	m := New(store, Config{FlushEvery: time.Hour, CloseWait: 30 * time.Second,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	ctx := context.Background()
+	release := m.Hold()
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(ctx) }()
+	// The writer records while Close waits for it, then lets go.
+	waitFor(t, func() bool { return m.Stats().Closing })
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a writer still held the meter", err)
+	default:
+	}
+	m.Add("late", "acme", DoorConversation, 1.5, 2.5)
+	release()
+	release() // idempotent
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	rows, _ := store.Usage(ctx, Filter{Principal: "late"})
+	if len(rows) != 1 || !near(rows[0].Heard, 1.5) || !near(rows[0].Spoken, 2.5) {
+		t.Fatalf("a writer's usage recorded while Close waited for it: rows = %+v", rows)
+	}
+
+	// Past the bound: Close returns; what the stuck writer records later is counted lost.
+	m2 := New(store, Config{FlushEvery: time.Hour, CloseWait: 50 * time.Millisecond,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	stuck := m2.Hold()
+	if err := m2.Close(ctx); err != nil {
+		t.Fatalf("Close with a stuck writer: %v", err)
+	}
+	m2.Add("stuck", "acme", DoorConversation, 0.75, 1.25)
+	stuck()
+	if got := counterValue(t, m2.metrics.lost.WithLabelValues(DoorConversation, LostClosed)); !near(got, 2) {
+		t.Errorf("voiced_meter_lost_seconds_total{reason=%q} = %v, want 2", LostClosed, got)
+	}
+	if !strings.Contains(logs.String(), `"principal":"stuck"`) || !strings.Contains(logs.String(), "meter usage lost") {
+		t.Errorf("the lost usage is not logged by name:\n%s", logs.String())
+	}
+	if rows, _ := store.Usage(ctx, Filter{Principal: "stuck"}); len(rows) != 0 {
+		t.Errorf("usage recorded after Close reached the store anyway: %+v", rows)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond (state another goroutine sets) for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// counterValue reads a counter's value.
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}
+
+// answerLost is a store whose first write lands but reports failure, as when the connection to
+// Postgres drops after COMMIT was sent.
+type answerLost struct {
+	*SQL
+	mu    sync.Mutex
+	fails int
+}
+
+func (a *answerLost) AddOnce(ctx context.Context, id string, recs []Record) error {
+	if err := a.SQL.AddOnce(ctx, id, recs); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fails > 0 {
+		a.fails--
+		return errors.New("connection reset after COMMIT")
+	}
+	return nil
+}
+
+// TestRetryOfALandedWriteCountsOnce: a write that landed but whose answer was lost is retried as
+// the same batch, and the store applies it once (TestFaultsPostgresAway found spoken seconds
+// counted twice when the link dropped mid-commit).
+func TestRetryOfALandedWriteCountsOnce(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			sql := s.(*SQL)
+			store := &answerLost{SQL: sql, fails: 1}
+			p := "once-" + name + time.Now().Format("150405.000000")
+			m := New(store, Config{FlushEvery: time.Hour})
+			ctx := context.Background()
+			m.Add(p, "acme", DoorConversation, 1, 2)
+			if err := m.Flush(ctx); !errors.Is(err, ErrStoreDown) {
+				t.Fatalf("first Flush = %v, want ErrStoreDown", err)
+			}
+			m.Add(p, "acme", DoorConversation, 0.5, 0)
+			if err := m.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := sql.Usage(ctx, Filter{Principal: p})
+			if len(rows) != 1 || !near(rows[0].Heard, 1.5) || !near(rows[0].Spoken, 2) {
+				t.Fatalf("rows = %+v, want heard 1.5 spoken 2 (the landed batch once)", rows)
+			}
+		})
+	}
+}
+
+// TestPendingIsBounded: while the store is away, counts for at most MaxPendingKeys keys are kept;
+// seconds for a new key past it are counted lost by name, and kept keys keep adding.
+func TestPendingIsBounded(t *testing.T) {
+	store := &flaky{Store: openSQLite(t), down: true}
+	var logs syncBuffer
+	m := New(store, Config{FlushEvery: time.Hour, MaxPendingKeys: 2, CloseWait: time.Millisecond,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	m.Add("a", "", DoorConversation, 1, 0)
+	m.Flush(context.Background()) // fails: a's batch kept for its retry
+	m.Add("b", "", DoorConversation, 1, 0)
+	m.Add("c", "", DoorConversation, 1, 0.5) // past the bound
+	m.Add("a", "", DoorConversation, 1, 0)   // a kept key keeps adding
+	if got := counterValue(t, m.metrics.lost.WithLabelValues(DoorConversation, LostPendingFull)); !near(got, 1.5) {
+		t.Errorf("lost pending_full = %v, want 1.5", got)
+	}
+	if !strings.Contains(logs.String(), `"principal":"c"`) {
+		t.Errorf("the lost key is not logged by name:\n%s", logs.String())
+	}
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]float64{"a": 2, "b": 1} {
+		if rows, _ := store.Usage(context.Background(), Filter{Principal: p}); len(rows) != 1 || !near(rows[0].Heard, want) {
+			t.Errorf("%s: rows = %+v, want heard %v", p, rows, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	heard, spoken *prometheus.CounterVec
 	writeFailures prometheus.Counter
+	lost          *prometheus.CounterVec
 	pending       prometheus.GaugeFunc
 }
 
@@ -20,6 +21,10 @@ func newMetrics(m *Meter) *metrics {
 		writeFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "voiced_meter_write_failures_total", Help: "Meter writes the store refused (counts kept and retried).",
 		}),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voiced_meter_lost_seconds_total",
+			Help: "Seconds heard+spoken that will never be written, by door and reason (closed: added after the meter closed; pending_full: a new key past the in-memory bound while the store was away; store_down: still pending when the close gave up).",
+		}, []string{"door", "reason"}),
 		pending: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "voiced_meter_pending_keys", Help: "Principal/door/day counts waiting to be written.",
 		}, func() float64 { return float64(m.Stats().PendingKeys) }),
@@ -28,5 +33,5 @@ func newMetrics(m *Meter) *metrics {
 
 // Collectors returns the meter's series for a Prometheus registry.
 func (m *Meter) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.metrics.heard, m.metrics.spoken, m.metrics.writeFailures, m.metrics.pending}
+	return []prometheus.Collector{m.metrics.heard, m.metrics.spoken, m.metrics.writeFailures, m.metrics.lost, m.metrics.pending}
 }

@@ -80,7 +80,20 @@ var migrations = []string{
 		PRIMARY KEY (principal, org, door, day)
 	)`,
 	`CREATE INDEX IF NOT EXISTS usage_daily_org_day ON usage_daily (org, day)`,
+	// Batches applied (AddOnce), so a retried write that had landed is not counted twice; kept
+	// batchKeep, then pruned.
+	`CREATE TABLE IF NOT EXISTS usage_batches (
+		id TEXT PRIMARY KEY,
+		at TEXT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS usage_batches_at ON usage_batches (at)`,
 }
+
+// batchKeep is how long an applied batch id is remembered: a retry later than this (the store
+// away for a week, the process alive all along) would count twice.
+const batchKeep = 7 * 24 * time.Hour
+
+var _ Idempotent = (*SQL)(nil)
 
 // OpenSQLite opens (creating) the database file dataDir/meter.db.
 func OpenSQLite(ctx context.Context, dataDir string) (*SQL, error) {
@@ -171,13 +184,34 @@ func (s *SQL) rebind(q string) string {
 func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // Add adds every record in one transaction.
-func (s *SQL) Add(ctx context.Context, recs []Record) error {
+func (s *SQL) Add(ctx context.Context, recs []Record) error { return s.AddOnce(ctx, "", recs) }
+
+// AddOnce adds every record in one transaction, once per id: a batch id already applied (a retry
+// of a write whose COMMIT landed but whose answer was lost) adds nothing. An empty id always adds.
+func (s *SQL) AddOnce(ctx context.Context, id string, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%w: begin: %v", ErrStoreDown, err)
+	}
+	if id != "" {
+		now := time.Now().UTC()
+		res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO usage_batches (id, at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`),
+			id, now.Format(time.RFC3339))
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("%w: add batch: %v", ErrStoreDown, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			tx.Rollback()
+			return nil // applied before
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM usage_batches WHERE at < ?`), now.Add(-batchKeep).Format(time.RFC3339)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("%w: prune batches: %v", ErrStoreDown, err)
+		}
 	}
 	q := s.rebind(`INSERT INTO usage_daily (principal, org, door, day, heard_seconds, spoken_seconds)
 		VALUES (?, ?, ?, ?, ?, ?)

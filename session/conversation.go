@@ -140,6 +140,9 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 // run is the input goroutine. It returns when the client leaves, the session ends, or ctx is done.
 func (c *conversation) run(parent context.Context) {
 	c.ctx, c.cancel = context.WithCancel(parent)
+	if h, ok := c.engines.Meter.(MeterHolder); ok {
+		defer h.Hold()() // released after the last flushMeter below (defers run last-in first-out)
+	}
 	var writer, meter sync.WaitGroup
 	writer.Go(c.writeLoop)
 	meter.Go(c.meterLoop)

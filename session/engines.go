@@ -102,6 +102,14 @@ type Meter interface {
 	Record(ctx context.Context, u Usage) error
 }
 
+// MeterHolder is a Meter that waits for its writers when it closes: a conversation holds it from
+// its start until after its last Record, so one still running when the server stops (a worker
+// stuck past the socket drain) still has its last seconds written.
+type MeterHolder interface {
+	Meter
+	Hold() (release func())
+}
+
 // Usage is one metering record.
 type Usage struct {
 	Subject, Org string

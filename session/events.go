@@ -193,6 +193,9 @@ func (c *conversation) squelched(pcm []float32) int {
 func (c *conversation) bill(heard int) bool {
 	c.heardSamples.Add(int64(heard))
 	c.heardForReply.Add(int64(heard))
+	if heard > 0 {
+		c.meterNow()
+	}
 	return c.spend(time.Duration(heard) * time.Second / hearRate)
 }
 
@@ -417,6 +420,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		// Audio handed over in an item goes before the decoder like appended audio: it is metered
 		// as heard and spends the quota (no squelch: the client chose to send all of it).
 		c.heardSamples.Add(int64(len(pcm)))
+		c.meterNow()
 		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
 			return
 		}

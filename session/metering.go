@@ -51,6 +51,27 @@ func (c *conversation) flushMeter(ctx context.Context, turnEnded bool) {
 	c.refreshBudget(ctx)
 }
 
+// meterNow hands what was heard and spoken so far to the meter and waits until it is durable,
+// before more audio is taken or sent: a crash (kill -9) then loses at most the one delta or append
+// in flight per conversation, whatever the pace (a reply is sent far faster than real time). The
+// meter shares one write among concurrent callers and does not wait while its store is away
+// (its loop retries; the counts are kept), so a store outage does not stall the conversation.
+// Its failures are the meter's to log.
+func (c *conversation) meterNow() {
+	if c.engines.Meter == nil {
+		return
+	}
+	heard := c.heardSamples.Swap(0)
+	spoken := c.spokenSamples.Swap(0)
+	if heard == 0 && spoken == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), meterWriteTimeout)
+	defer cancel()
+	c.engines.Meter.Record(ctx, Usage{Subject: c.grant.Principal.Subject, Org: c.grant.Principal.Org, TurnEnded: true,
+		Heard: audio.Duration(int(heard), hearRate), Spoken: audio.Duration(int(spoken), speakRate)})
+}
+
 // refreshBudget asks the meter what the principal has left.
 func (c *conversation) refreshBudget(ctx context.Context) {
 	if c.engines.Budget == nil || c.ctx.Err() != nil {

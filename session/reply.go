@@ -397,6 +397,7 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			c.spokenSamples.Add(int64(n))
+			c.meterNow() // durable before the next delta goes out
 			sent += n
 			pcm = pcm[n:]
 			if !c.spend(time.Duration(n) * time.Second / speakRate) {

@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/voiced/voiced/door"
 )
 
-// ErrTicketStoreDown means the shared ticket store could not be reached.
-var ErrTicketStoreDown = errors.New("ticket store unavailable")
+// ErrTicketStoreDown means the shared ticket store could not be reached: minting and redeeming
+// fail closed by name (503 ticket_store_unavailable); conversations already admitted go on.
+var ErrTicketStoreDown = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "ticket_store_unavailable",
+	Message: "the ticket store is unavailable; retry shortly", RetryAfter: time.Second, Reason: door.ReasonAuth}
 
 var _ TicketStore = (*RedisTickets)(nil)
 

@@ -262,16 +262,23 @@ func (s sharedSquelch) Close() error {
 	return err
 }
 
-// meterHook hands the conversation's seconds to the meter; a turn's end writes them durably.
+// meterHook hands the conversation's seconds to the meter; a turn's end, and each piece of audio
+// the conversation serves (session's meterNow), writes them durably (Sync: one shared write, none
+// while the store is away).
 type meterHook struct{ app *App }
 
 func (h meterHook) Record(ctx context.Context, u session.Usage) error {
 	h.app.Meter.Add(u.Subject, u.Org, meter.DoorConversation, u.Heard.Seconds(), u.Spoken.Seconds())
 	if u.TurnEnded {
-		return h.app.Meter.Flush(ctx)
+		return h.app.Meter.Sync(ctx)
 	}
 	return nil
 }
+
+// Hold keeps the meter's Close waiting (bounded) until the conversation's last record.
+func (h meterHook) Hold() (release func()) { return h.app.Meter.Hold() }
+
+var _ session.MeterHolder = meterHook{}
 
 // ears is Whisper (one window at a time: the conversation splits longer utterances).
 type ears struct{ svc *speechcore.Service }
