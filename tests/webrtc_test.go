@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/speechcore/kokoro"
 )
 
 // rtcClient is a WebRTC client as a browser SDK is: a microphone track, the oai-events data
@@ -32,6 +34,16 @@ type rtcClient struct {
 	received int       // reply samples (48 kHz) decoded from the track
 	packets  int       // RTP packets received on it
 	lastAt   time.Time // when the last one arrived
+	pcm      []int16   // every reply sample decoded from the track, in order (48 kHz)
+	rx       []rxPacket
+}
+
+// rxPacket is one RTP packet received on the reply's track.
+type rxPacket struct {
+	at      time.Time
+	seq     uint16
+	rtpTime uint32
+	rms     float64 // of its decoded 20 ms, full scale 1
 }
 
 func newRTCClient(t testing.TB) *rtcClient {
@@ -86,6 +98,8 @@ func newRTCClient(t testing.TB) *rtcClient {
 					c.received += len(pcm)
 					c.packets++
 					c.lastAt = at
+					c.pcm = append(c.pcm, pcm...)
+					c.rx = append(c.rx, rxPacket{at: at, seq: p.SequenceNumber, rtpTime: p.Timestamp, rms: rms16(pcm)})
 					c.mu.Unlock()
 				}
 			}
@@ -93,6 +107,26 @@ func newRTCClient(t testing.TB) *rtcClient {
 	})
 	t.Cleanup(func() { pc.Close(); c.wg.Wait() })
 	return c
+}
+
+// rms16 is the root mean square of pcm, full scale 1.
+func rms16(pcm []int16) float64 {
+	if len(pcm) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, v := range pcm {
+		f := float64(v) / 32768
+		sum += f * f
+	}
+	return math.Sqrt(sum / float64(len(pcm)))
+}
+
+// replyPCM is the reply audio decoded from the track so far (48 kHz), a copy.
+func (c *rtcClient) replyPCM() []int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int16(nil), c.pcm...)
 }
 
 // call posts the offer to POST /v1/realtime/calls with the credential, as the Agents SDK does,
@@ -177,6 +211,23 @@ func (c *rtcClient) until(t *testing.T, typ string, d time.Duration) []map[strin
 	}
 }
 
+// rtcTranscript is the reply's transcript among events from the data channel: its
+// response.output_audio_transcript.done, else its deltas joined.
+func rtcTranscript(evs []map[string]any) string {
+	var deltas strings.Builder
+	for _, e := range evs {
+		switch e["type"] {
+		case "response.output_audio_transcript.done":
+			s, _ := e["transcript"].(string)
+			return s
+		case "response.output_audio_transcript.delta":
+			s, _ := e["delta"].(string)
+			deltas.WriteString(s)
+		}
+	}
+	return deltas.String()
+}
+
 // TestWebRTCSpokenTurn: a WebRTC client (pion, as a browser SDK) with a GA ephemeral key from
 // /v1/realtime/client_secrets posts its offer to POST /v1/realtime/calls, gets session.created on
 // oai-events, speaks real speech on its microphone track, and hears the reply on the server's
@@ -237,11 +288,39 @@ func TestWebRTCSpokenTurn(t *testing.T) {
 		evs = append(evs, c.until(t, "output_audio_buffer.started", 10*time.Second)...)
 	}
 	c.until(t, "output_audio_buffer.stopped", 30*time.Second)
-	c.mu.Lock()
-	heard := c.received
-	c.mu.Unlock()
-	if heard < 48000/2 {
-		t.Errorf("the reply's track carried %d samples (48 kHz); want the spoken reply", heard)
+	reply := c.replyPCM()
+	if len(reply) < 48000/2 {
+		t.Errorf("the reply's track carried %d samples (48 kHz); want the spoken reply", len(reply))
+	}
+	// The reply's audio, as decoded from the track, carries the reply: resampled to 16 kHz, its
+	// first sentence reads back through the fixture codec as that sentence's phonemes.
+	transcript := rtcTranscript(evs)
+	sentences := kokoro.SplitSentences(transcript)
+	if len(sentences) == 0 {
+		t.Fatalf("reply transcript %q has no sentence", transcript)
+	}
+	if err := checkReplyPCM16(t, s, sentences[0], audio.Resample(audio.Int16ToFloat32(reply), opus.SampleRate, 16000)); err != nil {
+		t.Errorf("the reply over Opus: %v", err)
+	} else {
+		t.Logf("the reply's first sentence %q read back from %d samples of the track", sentences[0], len(reply))
+	}
+
+	// A text turn on the data channel: the echo mind says the round-trip sentence back (about 3 s
+	// of codec tones in one synthesis call), a stronger read-back through Opus than "You said: ;".
+	mark := len(c.replyPCM())
+	c.dc.SendText(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"` + roundTripSentence + `"}]}}`)
+	c.dc.SendText(`{"type":"response.create"}`)
+	evs = c.until(t, "response.done", 30*time.Second)
+	c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	transcript = rtcTranscript(evs)
+	if sentences = kokoro.SplitSentences(transcript); len(sentences) == 0 || !strings.Contains(sentences[0], roundTripSentence[:20]) {
+		t.Fatalf("text turn: reply transcript %q, want the echo of %q", transcript, roundTripSentence)
+	}
+	reply = c.replyPCM()[mark:]
+	if err := checkReplyPCM16(t, s, sentences[0], audio.Resample(audio.Int16ToFloat32(reply), opus.SampleRate, 16000)); err != nil {
+		t.Errorf("the text turn's reply over Opus: %v", err)
+	} else {
+		t.Logf("the text turn's reply %q read back from %d samples of the track", sentences[0], len(reply))
 	}
 
 	// An append over WebRTC is refused by name (audio travels on the track).
