@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -72,6 +73,7 @@ func newRTCClient(t testing.TB) *rtcClient {
 	c.dc.OnMessage(func(msg webrtc.DataChannelMessage) {
 		var ev map[string]any
 		if json.Unmarshal(msg.Data, &ev) == nil {
+			ev["_arrived"] = time.Now() // when it came off the channel, for timing against the track
 			select {
 			case c.events <- ev:
 			default:
@@ -484,4 +486,120 @@ func TestWebRTCRefusals(t *testing.T) {
 		t.Errorf("preflight from another page: %d %v", r.StatusCode, r.Header)
 	}
 	s.stop()
+}
+
+// energetic is the RMS (full scale 1) above which a received 20 ms packet carries reply audio: the
+// fixture Kokoro's tones are about 0.25 each, Opus's decoded silence is near 0.
+const energetic = 0.01
+
+// TestWebRTCBargeIn: speech on the microphone track while a long reply plays on the server's track
+// stops the reply's audio, measured on the track as received: at most 5 energetic 20 ms packets
+// (100 ms, the issue's bound) arrive after input_audio_buffer.speech_started does. The server says
+// output_audio_buffer.cleared and truncates the assistant item to what went out on the track
+// (conversation.item.truncated), which is the reply audio the client received, packet for packet.
+func TestWebRTCBargeIn(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "jwt-secret-file", "webrtc")
+	s := startRealtime(t, serverOpts{})
+	question := espeakSpeech(t, "What is the weather like today?")
+	c := newRTCClient(t)
+	c.call(t, s, s.mintGA(t, s.jwt("rtc-barge", "acme")))
+	c.until(t, "session.created", 10*time.Second)
+
+	// A long reply (the echo mind repeats it): 40 sentences, minutes of audio.
+	var long strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&long, "This is sentence number %d of a very long answer that keeps on going. ", i)
+	}
+	item, _ := json.Marshal(map[string]any{"type": "conversation.item.create", "item": map[string]any{
+		"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": long.String()}}}})
+	c.dc.SendText(string(item))
+	c.dc.SendText(`{"type":"response.create"}`)
+	evs := c.until(t, "output_audio_buffer.started", 30*time.Second)
+	var itemID string
+	for _, e := range evs {
+		if e["type"] == "response.output_item.added" {
+			itemID, _ = e["item"].(map[string]any)["id"].(string)
+		}
+	}
+
+	// The user speaks over it (half a second of the reply plays first: the clip's lead-in).
+	spoke := make(chan struct{})
+	go func() {
+		defer close(spoke)
+		c.speak(t, append(append(silence24k(0.5), question...), silence24k(1.5)...))
+	}()
+	defer func() { <-spoke }()
+	evs = c.until(t, "input_audio_buffer.speech_started", 30*time.Second)
+	started := evs[len(evs)-1]["_arrived"].(time.Time)
+	evs = c.until(t, "input_audio_buffer.speech_stopped", 30*time.Second)
+	stopped := evs[len(evs)-1]["_arrived"].(time.Time)
+	saw := map[string]map[string]any{}
+	for _, e := range evs {
+		saw[e["type"].(string)] = e
+	}
+	if saw["output_audio_buffer.cleared"] == nil {
+		t.Errorf("no output_audio_buffer.cleared between speech_started and speech_stopped: %v", typesOfMaps(evs))
+	}
+	if d := saw["response.done"]; d == nil {
+		t.Errorf("the reply was not cancelled: %v", typesOfMaps(evs))
+	} else if r := d["response"].(map[string]any); r["status"] != "cancelled" {
+		t.Errorf("the interrupted reply's response.done: status %v", r["status"])
+	}
+
+	// On the track: the reply's packets are everything received before speech_stopped (the next
+	// reply starts after it); those carrying energy after speech_started arrived are the overrun.
+	c.mu.Lock()
+	rx := append([]rxPacket(nil), c.rx...)
+	c.mu.Unlock()
+	var before, after, reply int
+	var last, lastBefore time.Time
+	for _, p := range rx {
+		if !p.at.Before(stopped) {
+			break
+		}
+		reply++
+		if p.rms < energetic {
+			continue
+		}
+		if p.at.After(started) {
+			after++
+			last = p.at
+		} else {
+			before++
+			lastBefore = p.at
+		}
+	}
+	overrun := time.Duration(0)
+	if after > 0 {
+		overrun = last.Sub(started)
+	}
+	t.Logf("barge-in: %d energetic packets before speech_started arrived (the last %v before it), %d after it (the last %v after it); %d packets of the reply in all",
+		before, started.Sub(lastBefore), after, overrun, reply)
+	if before < 10 {
+		t.Fatalf("the reply was not playing when the user spoke: %d energetic packets before speech_started", before)
+	}
+	if after > 5 {
+		t.Errorf("reply audio ran on after speech_started: %d energetic 20 ms packets (%v), want at most 5 (100 ms)", after, overrun)
+	}
+
+	// The item is truncated to what went out on the track: each packet carried 20 ms of it.
+	tr := saw["conversation.item.truncated"]
+	if tr == nil {
+		t.Fatalf("no conversation.item.truncated between speech_started and speech_stopped: %v", typesOfMaps(evs))
+	}
+	endMs, _ := tr["audio_end_ms"].(float64)
+	if tr["item_id"] != itemID || tr["content_index"] != float64(0) || int(endMs) != 20*reply {
+		t.Errorf("conversation.item.truncated %v; want item %s content 0 audio_end_ms %d (%d packets received)", tr, itemID, 20*reply, reply)
+	}
+	c.until(t, "response.done", 30*time.Second) // the user's turn is answered
+	s.stop()
+}
+
+func typesOfMaps(evs []map[string]any) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e["type"].(string))
+	}
+	return out
 }
