@@ -603,3 +603,86 @@ func typesOfMaps(evs []map[string]any) []string {
 	}
 	return out
 }
+
+// refusalOf decodes a refusal's status and name.
+func refusalOf(resp *http.Response) (int, string) {
+	if resp == nil {
+		return 0, ""
+	}
+	var e struct{ Name string }
+	if resp.Body != nil {
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+	}
+	return resp.StatusCode, e.Name
+}
+
+// postCall posts an offer to POST /v1/realtime/calls with credential and returns the refusal (or
+// the 201 with no name).
+func (s *server) postCall(t *testing.T, credential, offer string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.Base+"/v1/realtime/calls", strings.NewReader(offer))
+	req.Header.Set("Authorization", "Bearer "+credential)
+	req.Header.Set("Content-Type", "application/sdp")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refusalOf(resp)
+}
+
+// dialRefusal opens the GA WebSocket handshake with credential and returns its refusal.
+func (s *server) dialRefusal(t *testing.T, credential string) (int, string) {
+	t.Helper()
+	conn, resp, err := websocket.Dial(ctxT(t, 10*time.Second), s.WSBase+"/v1/realtime?model=m", &websocket.DialOptions{
+		HTTPClient: s.Client, HTTPHeader: http.Header{"Authorization": {"Bearer " + credential}}})
+	if err == nil {
+		conn.CloseNow()
+		t.Fatalf("the WebSocket handshake was admitted; want it refused")
+	}
+	return refusalOf(resp)
+}
+
+// TestWebRTCRefusalsLikeSocket: the refusals that need state (the tenant's cap held, the
+// principal's quota spent) answer a call's offer with the WebSocket handshake's status and name.
+func TestWebRTCRefusalsLikeSocket(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "jwt-secret-file", "webrtc")
+	needFlag(t, "quota-seconds-per-day")
+	s := startRealtime(t, serverOpts{Args: []string{"--max-per-tenant", "1", "--quota-seconds-per-day", "1"}})
+	offerer := newRTCClient(t)
+	offer, _ := offerer.pc.CreateOffer(nil)
+
+	t.Run("tenant cap", func(t *testing.T) {
+		held := newRTCClient(t)
+		loc := held.call(t, s, s.jwt("tenant-a", "capped-org"))
+		held.until(t, "session.created", 10*time.Second)
+		wsStatus, wsName := s.dialRefusal(t, s.jwt("tenant-b", "capped-org"))
+		st, name := s.postCall(t, s.jwt("tenant-c", "capped-org"), offer.SDP)
+		if wsStatus != 429 || wsName != "too_many_conversations_for_tenant" || st != wsStatus || name != wsName {
+			t.Errorf("at the tenant's cap: call %d %q, socket %d %q; want both 429 too_many_conversations_for_tenant", st, name, wsStatus, wsName)
+		}
+		if st, body := s.do("DELETE", loc, "", nil); st != 200 {
+			t.Fatalf("DELETE %s: %d %s", loc, st, body)
+		}
+	})
+
+	t.Run("quota", func(t *testing.T) {
+		// A call whose reply outlasts the principal's 1 s a day spends it.
+		spender := newRTCClient(t)
+		loc := spender.call(t, s, s.jwt("quota-user", "quota-org"))
+		spender.until(t, "session.created", 10*time.Second)
+		spender.dc.SendText(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"` + roundTripSentence + `"}]}}`)
+		spender.dc.SendText(`{"type":"response.create"}`)
+		if _, spoken := s.usageWhen(t, "quota-user", func(_, spoken float64) bool { return spoken >= 1 }); spoken < 1 {
+			t.Fatalf("the call spoke %.2f s; want the 1 s quota spent", spoken)
+		}
+		s.do("DELETE", loc, "", nil)
+		wsStatus, wsName := s.dialRefusal(t, s.jwt("quota-user", "quota-org"))
+		st, name := s.postCall(t, s.jwt("quota-user", "quota-org"), offer.SDP)
+		if wsStatus != 429 || wsName != "quota_exceeded" || st != wsStatus || name != wsName {
+			t.Errorf("over quota: call %d %q, socket %d %q; want both 429 quota_exceeded", st, name, wsStatus, wsName)
+		}
+	})
+	s.stop()
+}
