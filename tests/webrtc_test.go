@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -685,4 +686,99 @@ func TestWebRTCRefusalsLikeSocket(t *testing.T) {
 		}
 	})
 	s.stop()
+}
+
+// TestCallAnyNode: two nodes on one private Redis (--cluster-store). A call answered on A is named
+// for A (rtc_<node>.<hex>); on B its sideband socket attaches to it (the WebSocket upgrade is
+// forwarded to A: the sideband sees the call's events and its response.create is spoken on the
+// call's track) and DELETE ends it on A. A call whose node is gone, or an id naming no live node,
+// is 404 call_not_found on B.
+func TestCallAnyNode(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "jwt-secret-file", "webrtc")
+	needFlag(t, "cluster-store")
+	rd := startPrivateRedis(t)
+	shared := serverOpts{Token: "e2e-cluster-" + randHex(8), Args: []string{"--cluster-store", rd.url()}}
+	a := startRealtime(t, shared)
+	b := startRealtime(t, shared)
+	notFound := func(st int, body []byte) bool {
+		var e struct{ Name string }
+		json.Unmarshal(body, &e)
+		return st == http.StatusNotFound && e.Name == "call_not_found"
+	}
+
+	c := newRTCClient(t)
+	loc := c.call(t, a, a.jwt("rtc-any-node", "acme"))
+	c.until(t, "session.created", 10*time.Second)
+	id := strings.TrimPrefix(loc, "/v1/realtime/calls/")
+	if !regexp.MustCompile(`^rtc_[a-z0-9-]{1,40}\.[0-9a-f]{24}$`).MatchString(id) {
+		t.Fatalf("call id %q, want rtc_<node>.<hex>", id)
+	}
+
+	// The sideband on B: the service token is checked on B, the socket is A's.
+	if _, resp, err := websocket.Dial(ctxT(t, 10*time.Second), b.WSBase+"/v1/realtime?call_id="+id, nil); err == nil || resp == nil || resp.StatusCode != 401 {
+		t.Errorf("sideband on B without the service token: %v, want 401", err)
+	}
+	side, _, err := websocket.Dial(ctxT(t, 10*time.Second), b.WSBase+"/v1/realtime?call_id="+id, &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + b.Token}}})
+	if err != nil {
+		t.Fatalf("sideband on B for A's call: %v\nA: %s\nB: %s", err, a.logs, b.logs)
+	}
+	before := len(c.replyPCM())
+	if err := side.Write(ctxT(t, 5*time.Second), websocket.MessageText, []byte(`{"type":"response.create","response":{"instructions":"Say hello."}}`)); err != nil {
+		t.Fatal(err)
+	}
+	sideSaw := map[string]bool{}
+	for !sideSaw["response.done"] {
+		_, data, err := side.Read(ctxT(t, 20*time.Second))
+		if err != nil {
+			t.Fatalf("sideband read through B: %v (saw %v)", err, sideSaw)
+		}
+		var ev struct{ Type string }
+		json.Unmarshal(data, &ev)
+		sideSaw[ev.Type] = true
+	}
+	c.until(t, "response.done", 10*time.Second)
+	c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	if after := len(c.replyPCM()); !sideSaw["response.created"] || after <= before {
+		t.Errorf("the sideband's response through B: it saw %v; the call's track carried %d more samples", sideSaw, after-before)
+	}
+	side.Close(websocket.StatusNormalClosure, "")
+
+	// Hung up on B, the call ends on A.
+	if st, body := b.do("DELETE", loc, "", nil); st != 200 {
+		t.Fatalf("DELETE %s on B: %d %s", loc, st, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := a.do("GET", "/v1/voice/health", "", nil)
+		if strings.Contains(string(body), `"busy":0`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's call was not released after the hang-up on B: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond) // polling A's health, not synchronising
+	}
+	if st, body := b.do("POST", loc+"/hangup", "", nil); !notFound(st, body) {
+		t.Errorf("hang-up on B of A's ended call: %d %s, want 404 call_not_found", st, body)
+	}
+	if st, body := b.do("DELETE", "/v1/realtime/calls/rtc_nosuchnode.00", "", nil); !notFound(st, body) {
+		t.Errorf("an id naming no live node: %d %s, want 404 call_not_found", st, body)
+	}
+
+	// A second call on A; A dies: on B its id is not found, for a hang-up and for a sideband.
+	c2 := newRTCClient(t)
+	loc2 := c2.call(t, a, a.jwt("rtc-any-node-2", "acme"))
+	c2.until(t, "session.created", 10*time.Second)
+	a.kill9()
+	if st, body := b.do("DELETE", loc2, "", nil); !notFound(st, body) {
+		t.Errorf("DELETE on B of a call on the dead A: %d %s, want 404 call_not_found", st, body)
+	}
+	_, resp, err := websocket.Dial(ctxT(t, 10*time.Second), b.WSBase+"/v1/realtime?call_id="+strings.TrimPrefix(loc2, "/v1/realtime/calls/"),
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.Token}}})
+	if st, name := refusalOf(resp); err == nil || st != 404 || name != "call_not_found" {
+		t.Errorf("sideband on B for a call on the dead A: %v %d %q, want 404 call_not_found", err, st, name)
+	}
+	b.stop()
 }
