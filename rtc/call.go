@@ -203,7 +203,9 @@ func (c *Call) Close() error {
 // Done is closed when the call has ended and its goroutines are gone.
 func (c *Call) Done() <-chan struct{} { return c.done }
 
-// read is the one reader goroutine: RTP → Opus decode (PLC on sequence gaps) → resample.
+// read is the one reader goroutine: RTP → back in sequence order (inbound) → Opus decode, a lost
+// frame recovered from the next packet's in-band FEC when it is there, else concealed (PLC) →
+// resample.
 func (c *Call) read(t *webrtc.TrackRemote) {
 	defer c.wg.Done()
 	dec, err := opus.NewDecoder()
@@ -217,33 +219,31 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 		c.cancel(err)
 		return
 	}
-	var last uint16
-	first := true
+	in := newInbound()
 	for {
 		p, _, err := t.ReadRTP()
 		if err != nil {
 			return
 		}
-		if !first {
-			gap := int(p.SequenceNumber - last - 1)
-			if gap > 10000 { // reordered or duplicate: drop
+		for _, f := range in.push(p) {
+			var pcm []int16
+			switch {
+			case f.lost && f.fec != nil:
+				pcm, err = dec.DecodeFEC(f.fec)
+			case f.lost:
+				pcm, err = dec.Decode(nil)
+			case len(f.payload) == 0:
 				continue
-			}
-			for i := 0; i < gap && i < 5; i++ {
-				if pcm, err := dec.Decode(nil); err == nil {
-					c.deliver(rs, pcm)
+			default:
+				if pcm, err = dec.Decode(f.payload); err != nil {
+					pcm, err = dec.Decode(nil) // a bad packet is concealed as a lost one
 				}
 			}
+			if err != nil {
+				continue
+			}
+			c.deliver(rs, pcm)
 		}
-		first, last = false, p.SequenceNumber
-		if len(p.Payload) == 0 {
-			continue
-		}
-		pcm, err := dec.Decode(p.Payload)
-		if err != nil {
-			continue // a bad packet is concealed by the next
-		}
-		c.deliver(rs, pcm)
 	}
 }
 

@@ -2,8 +2,6 @@ package rtc
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -24,7 +22,7 @@ var (
 	ErrRefusedOffer = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_offer",
 		Message: "the SDP offer could not be answered: it needs an audio m-line offering Opus (opus/48000/2)"}
 	ErrCallNotFound = &door.Refusal{Status: http.StatusNotFound, Name: "call_not_found",
-		Message: "no call with this id is running on this server"}
+		Message: "no call with this id is running"}
 	ErrAnswerFailed = &door.Refusal{Status: http.StatusInternalServerError, Name: "call_failed",
 		Message: "the server could not set up the call; see its log"}
 )
@@ -42,6 +40,9 @@ type Signal struct {
 	Sessions *session.Server
 	Endpoint *Endpoint
 	Log      *slog.Logger
+	// Peers, when set, makes call ids name this node and forwards hang-ups and sideband sockets
+	// for another node's call to it (peers.go); nil: calls are this node's alone.
+	Peers Peers
 
 	mu    sync.Mutex
 	calls map[string]*Transport
@@ -101,7 +102,7 @@ func (s *Signal) serve(w http.ResponseWriter, r *http.Request, d wire.Dialect) {
 		s.Sessions.Refuse(w, err)
 		return
 	}
-	id := newCallID()
+	id := s.newCallID()
 	s.mu.Lock()
 	if s.calls == nil {
 		s.calls = map[string]*Transport{}
@@ -124,6 +125,9 @@ func (s *Signal) serve(w http.ResponseWriter, r *http.Request, d wire.Dialect) {
 // the call ends (its meter flushes as the conversation closes).
 func (s *Signal) ServeHangup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("call_id")
+	if s.forwarded(w, r, id) {
+		return
+	}
 	s.mu.Lock()
 	t := s.calls[id]
 	s.mu.Unlock()
@@ -163,12 +167,6 @@ func (s *Signal) log() *slog.Logger {
 		return s.Log
 	}
 	return slog.Default()
-}
-
-func newCallID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "rtc_" + hex.EncodeToString(b[:])
 }
 
 // mergeSession lays the call's session object over the ticket's (shallow: the call's keys win).

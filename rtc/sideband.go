@@ -25,6 +25,9 @@ var errSidebandSlow = errors.New("sideband socket fell behind")
 // track; a tool's function_call_output answers the call's tool call). It ends when the call does.
 func (s *Signal) ServeSideband(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("call_id")
+	if s.forwarded(w, r, id) { // the upgrade too: the owner's answer is relayed, then the socket
+		return
+	}
 	s.mu.Lock()
 	t := s.calls[id]
 	s.mu.Unlock()

@@ -121,3 +121,21 @@ func FuzzParseCallBody(f *testing.F) {
 		}
 	})
 }
+
+func TestCallOwner(t *testing.T) {
+	for id, want := range map[string]string{
+		"rtc_node-1.00ff": "node-1",
+		"rtc_00ff":        "",
+		"rtc_.00ff":       "",
+		"tr_node.00ff":    "",
+		"":                "",
+	} {
+		if got := callOwner(id); got != want {
+			t.Errorf("callOwner(%q) = %q, want %q", id, got, want)
+		}
+	}
+	s := &Signal{}
+	if id := s.newCallID(); callOwner(id) != "" || !strings.HasPrefix(id, "rtc_") {
+		t.Errorf("a single node's call id %q", id)
+	}
+}

@@ -338,6 +338,17 @@ func TestEngineBargeInCutsUnplayedAudio(t *testing.T) {
 			itemID = ev["item"].(map[string]any)["id"].(string)
 		}
 	}
+	// The server's cut is announced as a client's truncate is answered: at the sample played.
+	if !strings.Contains(typesOf(evs), "conversation.item.truncated") {
+		evs = append(evs, tr.until("conversation.item.truncated")...)
+	}
+	for _, ev := range evs {
+		if ev["type"] == "conversation.item.truncated" {
+			if ev["item_id"] != itemID || ev["content_index"] != float64(0) || ev["audio_end_ms"] != float64(played*1000/24000) {
+				t.Errorf("conversation.item.truncated %v, want item %s content 0 audio_end_ms %d", ev, itemID, played*1000/24000)
+			}
+		}
+	}
 	tr.event(map[string]any{"type": "conversation.item.retrieve", "item_id": itemID})
 	it := tr.until("conversation.item.retrieved")
 	item := it[len(it)-1]["item"].(map[string]any)

@@ -76,16 +76,24 @@ func (c *conversation) clearPlayback(asked bool) {
 	p := c.playing
 	c.playing = playback{queued: played, gen: p.gen + 1}
 	cutAny := p.msg != nil && played < p.start+int64(p.sent)
+	var truncated *wire.ConversationItemTruncated
 	if cutAny && !p.msg.truncated && c.indexOf(p.msg.item.ID) >= 0 && len(p.msg.item.Content) > 0 &&
 		p.msg.item.Content[0].Type == wire.OutputAudio {
 		spoken := p.msg.spoken
 		if p.piece != "" {
 			spoken = append(spoken[:len(spoken):len(spoken)], spokenPiece{text: p.piece, samples: p.pieceSent})
 		}
-		p.msg.cut(0, spoken, int(min(max(played-p.start, 0), int64(p.sent))))
+		keep := int(min(max(played-p.start, 0), int64(p.sent)))
+		p.msg.cut(0, spoken, keep)
+		truncated = &wire.ConversationItemTruncated{ItemID: p.msg.item.ID, AudioEndMs: keep * 1000 / speakRate}
 	}
 	c.mu.Unlock()
 	if cutAny || asked {
 		c.send(wire.OutputAudioBufferCleared{ResponseID: p.resp})
+	}
+	if truncated != nil {
+		// The server cut the item, as a client's conversation.item.truncate would: say where, as
+		// the answer to one would (clients retrieve the item on it, e.g. the Agents SDK).
+		c.send(*truncated)
 	}
 }

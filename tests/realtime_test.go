@@ -110,13 +110,19 @@ func checkReplyAudio(t *testing.T, s *server, transcript string, pcm24 []int16) 
 	if len(sentences) == 0 {
 		return fmt.Errorf("reply transcript %q has no sentence", transcript)
 	}
-	want := expectedPhonemes(t, sentences[0])
-	pcm16 := audio.Resample(audio.Int16ToFloat32(pcm24), 24000, 16000)
+	return checkReplyPCM16(t, s, sentences[0], audio.Resample(audio.Int16ToFloat32(pcm24), 24000, 16000))
+}
+
+// checkReplyPCM16 is checkReplyAudio's content check on reply audio already at 16 kHz: it must
+// transcribe (fixture Whisper, WS /v1/transcribe) to exactly the phonemes of sentence.
+func checkReplyPCM16(t *testing.T, s *server, sentence string, pcm16 []float32) error {
+	t.Helper()
+	want := expectedPhonemes(t, sentence)
 	if len(pcm16) > 30*16000 {
 		pcm16 = pcm16[:30*16000]
 	}
 	if got := strings.TrimSpace(transcribeWS(t, s, pcm16)); got != want {
-		return fmt.Errorf("reply audio transcribes as %q, want the phonemes of %q: %q", got, sentences[0], want)
+		return fmt.Errorf("reply audio transcribes as %q, want the phonemes of %q: %q", got, sentence, want)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/meter"
+	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
 )
@@ -46,6 +47,8 @@ type App struct {
 	// Peers lets other nodes serve this node's transcripts (set by the cluster component,
 	// orderStores, when --ticket-store names a shared Redis); nil on a single node.
 	Peers speechcore.Peers
+	// CallPeers lets other nodes end and attach to this node's WebRTC calls (set with Peers).
+	CallPeers rtc.Peers
 	// listened are called with the listener's address once it is bound (OnListen).
 	listened []func(addr net.Addr, tls bool)
 	// Metrics is the Prometheus registry /metrics serves; components register their collectors on it.

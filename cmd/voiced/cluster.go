@@ -14,12 +14,14 @@ import (
 
 	"github.com/voiced/voiced/cluster"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/speechcore"
 )
 
 // The cluster component: when several nodes share a Redis (--cluster-store, by default the
 // --ticket-store), each announces where its peers reach it, and a half-duplex transcript opened
-// on one node can be pushed to and closed on any other (the request is forwarded to its owner).
+// on one node can be pushed to and closed on any other, and a WebRTC call answered on one node can
+// be hung up or given a sideband socket on any other (the request is forwarded to its owner).
 func init() {
 	register("cluster", orderStores, func() *component {
 		var (
@@ -69,6 +71,7 @@ func init() {
 					return err
 				}
 				app.Peers = peers{node, app.Log.With("component", "cluster")}
+				app.CallPeers = callPeers{peers{node, app.Log.With("component", "cluster")}}
 				if !sharesTickets {
 					app.ReadyCheck("cluster_store_unavailable", node.Ping)
 				}
@@ -124,11 +127,24 @@ type peers struct {
 func (p peers) NodeID() string { return p.node.ID() }
 
 func (p peers) Forward(w http.ResponseWriter, r *http.Request, owner string) {
+	p.forward(w, r, owner, "transcript", speechcore.ErrTranscriptNodeGone)
+}
+
+// forward sends r to owner; when owner is gone or unreachable, gone answers the client.
+func (p peers) forward(w http.ResponseWriter, r *http.Request, owner, what string, gone *door.Refusal) {
 	p.node.Forward(w, r, owner, func(w http.ResponseWriter, err error) {
 		if !errors.Is(err, cluster.ErrNodeGone) {
 			// Announced but unreachable: it died within its TTL, or the network split.
-			p.log.Warn("cluster: forwarding to the transcript's node failed", "node", owner, "err", err.Error())
+			p.log.Warn("cluster: forwarding to the "+what+"'s node failed", "node", owner, "err", err.Error())
 		}
-		door.WriteError(w, speechcore.ErrTranscriptNodeGone)
+		door.WriteError(w, gone)
 	})
+}
+
+// callPeers is the WebRTC signal's view of the cluster: a hang-up or a sideband socket for a call
+// that another node holds is forwarded there; when that node is gone, call_not_found.
+type callPeers struct{ peers }
+
+func (p callPeers) Forward(w http.ResponseWriter, r *http.Request, owner string) {
+	p.forward(w, r, owner, "call", rtc.ErrCallNotFound)
 }
