@@ -2,14 +2,19 @@ package tests
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/audio"
 )
 
 // rssKiB is the server process's resident set (VmRSS in /proc/PID/status), in KiB.
@@ -161,4 +166,98 @@ func firstRaw(evs []rtEvent) string {
 		return "none"
 	}
 	return string(evs[0].Raw)
+}
+
+// TestFaultsAudioFlood sends audio at 100× real time in 20 ms appends (what Twilio-style clients
+// send, only far faster): under server_vad (real speech, so turns are found, committed and
+// transcribed) and with client commits (nothing is committed until the end: the buffer holds all
+// of it). The server must slow the sender (the read loop hears each append before reading the
+// next: TCP backpressure) or refuse by name; its RSS is sampled while the flood runs and must stay
+// bounded; the socket answers a text turn after. Measured figures are logged.
+func TestFaultsAudioFlood(t *testing.T) {
+	checkLeaks(t)
+	speech := sileroSpeech(t, "samples.pcm")
+	s := startRealtime(t, serverOpts{})
+	const speedup = 100
+	const floodAudio = 60 * time.Second
+	const frame = 480 // 20 ms at 24 kHz
+	var clip []int16  // the speech, then a second of silence so that server_vad ends the turn
+	clip = append(append(clip, speech...), silence24k(1)...)
+
+	for _, tt := range []struct {
+		name string
+		td   any
+	}{
+		{"server_vad", map[string]any{"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
+			"silence_duration_ms": 500, "create_response": false}},
+		{"client commits", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.dialRealtime(t, s.jwt("faults-flood-"+randHex(4), ""), true)
+			c.until("session.created", nil)
+			c.send(betaSessionUpdate(tt.td))
+			c.until("session.updated", nil)
+			base := s.rssKiB(t)
+
+			var peak atomic.Int64
+			stop := make(chan struct{})
+			var sampler sync.WaitGroup
+			sampler.Go(func() {
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					if r := int64(s.rssKiB(t)); r > peak.Load() {
+						peak.Store(r)
+					}
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+				}
+			})
+			frames := int(floodAudio / (20 * time.Millisecond))
+			start := time.Now()
+			for i := range frames {
+				// Pace at speedup× real time at most: frame i is due at i × 20 ms / speedup.
+				if due := time.Duration(i) * 20 * time.Millisecond / speedup; time.Since(start) < due {
+					time.Sleep(due - time.Since(start))
+				}
+				at := (i * frame) % (len(clip) - frame)
+				c.send(map[string]any{"type": "input_audio_buffer.append",
+					"audio": base64.StdEncoding.EncodeToString(audio.Int16ToBytes(clip[at : at+frame]))})
+			}
+			sent := time.Since(start)
+			if tt.td == nil {
+				c.send(map[string]any{"type": "input_audio_buffer.clear"})
+			}
+			errs, others, tr := turnAfter(t, c, "Hello after the flood.")
+			heard := time.Since(start)
+			close(stop)
+			sampler.Wait()
+			if len(errs) != 0 {
+				t.Errorf("%d error events, want none: audio faster than real time is not an error (a file may be uploaded at once); first: %s", len(errs), firstRaw(errs))
+			}
+			if tr == "" {
+				t.Errorf("the text turn after the flood was not answered")
+			}
+			growth := (peak.Load() - int64(base)) >> 10 // MiB
+			t.Logf("%v of audio sent in %v (%.0f× real time asked, %.0f× achieved: the server's reading paces the sender); "+
+				"heard through the text turn after in %v (%.0f×); %d turns committed; RSS %d MiB at the start, peak %d MiB (+%d MiB)",
+				floodAudio, sent.Round(time.Millisecond), float64(speedup), floodAudio.Seconds()/sent.Seconds(),
+				heard.Round(time.Millisecond), floodAudio.Seconds()/heard.Seconds(), others["input_audio_buffer.committed"],
+				base>>10, peak.Load()>>10, growth)
+			// 60 s of 24 kHz PCM16 is 2.7 MiB on the wire; held as the client's bytes plus 16 kHz
+			// float32 it is 6.4 MiB. 256 MiB is far above that and far below a buffer without a bound.
+			if growth > 256 {
+				t.Errorf("server RSS grew %d MiB during the flood, want < 256 MiB", growth)
+			}
+			if tt.td != nil && others["input_audio_buffer.committed"] == 0 {
+				t.Errorf("server_vad committed no turn of the speech in the flood")
+			}
+			c.checkStrict()
+			c.close()
+		})
+	}
+	s.stop()
 }
