@@ -77,6 +77,7 @@ type inputSide struct {
 	// the end of the last response's audio) while armed; speech disarms it.
 	idleArmed bool
 	idleFrom  int64
+	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
 }
 
 // shared is what workers and the input goroutine share, under mu.
@@ -129,6 +130,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.out = make(chan frame, outQueue)
 	c.meterKick = make(chan struct{}, 1)
+	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
 	if model == "" {
 		c.sess.Model = "voiced"
 	}
@@ -210,17 +212,49 @@ func (c *conversation) run(parent context.Context) {
 func (c *conversation) receive(in Inbound) {
 	switch {
 	case in.Refused != nil:
+		if c.limited(in.Refused.EventID) {
+			return
+		}
 		c.send(in.Refused)
 	case in.Audio != nil:
 		c.trackAudio(in.Audio, in.AudioRate)
 	default:
 		ev, err := wire.Decode(in.Event, c.dialect)
+		if _, audio := ev.(*wire.InputAudioBufferAppend); !audio || err != nil {
+			id := ""
+			if ev != nil {
+				id = ev.ClientEventID()
+			}
+			var we *wire.Error
+			if errors.As(err, &we) {
+				id = we.EventID
+			}
+			if c.limited(id) {
+				return
+			}
+		}
 		if err != nil {
 			c.sendError(err)
 			return
 		}
 		c.handle(ev)
 	}
+}
+
+// limited spends one client event from the connection's rate limit (ratelimit.go): true when it
+// is over the limit, then it has been refused by name (rate_limit_exceeded), or the conversation
+// closed (1008) when the client keeps sending past twice its allowance.
+func (c *conversation) limited(eventID string) bool {
+	switch c.limit.take(c.srv.cfg.Now()) {
+	case dropped:
+		c.send(c.limit.errRateLimited(eventID))
+		return true
+	case abusive:
+		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.limit.rate, "burst", c.limit.burst)
+		c.closeWith(c.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
+		return true
+	}
+	return false
 }
 
 // start sends session.created, with the ticket's session config applied first.

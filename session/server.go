@@ -53,6 +53,11 @@ type Config struct {
 	TicketTTL        time.Duration
 	SessionLimit     time.Duration // seconds of audio (heard + spoken) before a clean close
 	IdleTimeout      time.Duration
+	// EventRate and EventBurst limit the client events of one connection (ratelimit.go;
+	// input_audio_buffer.append is not counted): EventRate a second sustained, EventBurst at
+	// once. Zero takes DefaultEventRate / DefaultEventBurst; a negative EventRate turns it off.
+	EventRate  float64
+	EventBurst int
 
 	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
@@ -108,6 +113,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.EventRate == 0 {
+		cfg.EventRate = DefaultEventRate
+	}
+	if cfg.EventBurst == 0 {
+		cfg.EventBurst = DefaultEventBurst
+	}
+	if cfg.EventRate > 0 && cfg.EventBurst < 1 {
+		return nil, errors.New("session: the event burst must be at least 1")
 	}
 	if cfg.Tickets == nil {
 		cfg.Tickets = NewMemoryTickets(cfg.Now)

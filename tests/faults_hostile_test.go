@@ -71,7 +71,9 @@ func turnAfter(t testing.TB, c *rtConn, text string) (errs []rtEvent, others map
 // the server's RSS stays bounded.
 func TestFaultsHostileInput(t *testing.T) {
 	checkLeaks(t)
-	s := startRealtime(t, serverOpts{})
+	// The event rate limit off: this test proves each hostile event is handled one for one;
+	// TestFaultsEventRate proves the limit.
+	s := startRealtime(t, serverOpts{Args: []string{"--event-rate", "0"}})
 	c := s.dialRealtime(t, s.jwt("faults-hostile-"+randHex(4), ""), true)
 	c.until("session.created", nil)
 	c.send(betaSessionUpdate(nil))

@@ -36,6 +36,8 @@ type conversationComponent struct {
 	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
+	eventRate                                               float64
+	eventBurst                                              int
 	maxConversations, maxPerTenant                          int
 
 	srv      *session.Server
@@ -53,6 +55,8 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxPerTenant, "max-per-tenant", session.DefaultMaxPerTenant, "concurrent conversations per org (per subject without an org)")
 	fs.DurationVar(&c.sessionLimit, "session-limit", session.DefaultSessionLimit, "audio a conversation may carry before a clean close (session_expired, 1001)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
+	fs.Float64Var(&c.eventRate, "event-rate", session.DefaultEventRate, "client events a realtime connection may send per second (input_audio_buffer.append not counted); over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
+	fs.IntVar(&c.eventBurst, "event-burst", session.DefaultEventBurst, "client events a realtime connection may send at once (the rate limit's bucket)")
 	fs.DurationVar(&c.ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
 	fs.StringVar(&c.mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
 	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
@@ -67,6 +71,9 @@ func (c *conversationComponent) validate(*App) error {
 	}
 	if c.maxConversations <= 0 || c.maxPerTenant <= 0 {
 		return errors.New("--max-conversations and --max-per-tenant must be positive")
+	}
+	if c.eventRate < 0 || (c.eventRate > 0 && c.eventBurst < 1) {
+		return errors.New("--event-rate must be >= 0 (0 = no limit) and --event-burst >= 1")
 	}
 	if c.ticketTTL < session.MinTicketTTL || c.ticketTTL > session.MaxTicketTTL {
 		return fmt.Errorf("--ticket-ttl %s outside %s..%s", c.ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
@@ -94,8 +101,11 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	cfg := session.Config{
 		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
-		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Log: app.Log.With("component", "conversation"),
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, EventRate: c.eventRate, EventBurst: c.eventBurst, Log: app.Log.With("component", "conversation"),
 		Engines: speechEngines(app, m),
+	}
+	if c.eventRate == 0 {
+		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
 	}
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets

@@ -1,0 +1,86 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+func TestEventLimiter(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tt := range []struct {
+		name  string
+		rate  float64
+		burst int
+		at    []time.Duration // when each event comes, from t0
+		want  []verdict
+	}{
+		{"burst then drops then close", 1, 2, []time.Duration{0, 0, 0, 0, 0},
+			[]verdict{allowed, allowed, dropped, dropped, abusive}},
+		{"refills at the rate", 2, 2, []time.Duration{0, 0, 0, 500 * time.Millisecond, 500 * time.Millisecond},
+			[]verdict{allowed, allowed, dropped, allowed, dropped}},
+		{"refill never passes the burst", 10, 2, []time.Duration{0, time.Hour, time.Hour, time.Hour},
+			[]verdict{allowed, allowed, allowed, dropped}},
+		{"strikes refill too", 1, 1, []time.Duration{0, 0, time.Second, time.Second, 3 * time.Second},
+			[]verdict{allowed, dropped, allowed, dropped, allowed}},
+		{"off", -1, 0, []time.Duration{0, 0, 0, 0}, []verdict{allowed, allowed, allowed, allowed}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newEventLimiter(tt.rate, tt.burst)
+			for i, at := range tt.at {
+				if got := l.take(t0.Add(at)); got != tt.want[i] {
+					t.Fatalf("event %d at %v: %d, want %d", i, at, got, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestEventRateLimit: over the burst a client event is dropped and refused by name
+// (rate_limit_exceeded, naming its event_id); appends are not counted; the bucket refills with
+// the clock; a client that keeps sending past twice its allowance is closed with 1008.
+func TestEventRateLimit(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{EventRate: 5, EventBurst: 5,
+		Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}}})
+	c := ts.open(t)
+	update := func(id string) {
+		c.send(map[string]any{"type": "session.update", "event_id": id, "session": map[string]any{"instructions": id}})
+	}
+	for i := range 5 {
+		update(fmt.Sprintf("evt_ok%d", i))
+		c.expect("session.updated")
+	}
+	for i := range 50 { // appends are not counted
+		c.send(appendEvent(pcm24(20, false)))
+		_ = i
+	}
+	for i := range 3 {
+		update(fmt.Sprintf("evt_over%d", i))
+		if e := c.expectError(codeRateLimited); e["event_id"] != fmt.Sprintf("evt_over%d", i) || e["type"] != "invalid_request_error" {
+			t.Fatalf("refusal %v, want invalid_request_error naming evt_over%d", e, i)
+		}
+	}
+	ts.clock.Advance(time.Second) // 5 more events, and the strikes back to 5
+	for i := range 5 {
+		update(fmt.Sprintf("evt_later%d", i))
+		c.expect("session.updated")
+	}
+	for i := range 5 {
+		c.sendRaw(fmt.Sprintf(`{"type":"hostile.%d","event_id":"evt_h%d"}`, i, i)) // refused events count too
+		c.expectError(codeRateLimited)
+	}
+	update("evt_last")
+	for i := range 200 { // a client that does not stop: the close still reaches it, with its error first
+		c.sendRaw(fmt.Sprintf(`{"type":"hostile.%d"}`, i))
+	}
+	c.expectError(codeRateLimited)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := c.conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("close %v, want 1008 after the client kept sending over its rate", err)
+	}
+}
