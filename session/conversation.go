@@ -202,9 +202,24 @@ func (c *conversation) run(parent context.Context) {
 		}
 		c.idle.Reset(idleTimeout)
 		if c.closed.Load() {
+			c.awaitClose()
 			return
 		}
 		c.receive(in)
+	}
+}
+
+// awaitClose lets the writer reach a close that closeWith queued (the events before it, the
+// error that explains it, then the close frame) before run's return cancels the writer: a client
+// that keeps sending after the close was queued would otherwise get a bare 1000 and lose them.
+// The writer cancels ctx once it has closed; a client that stopped reading is given up on after
+// slowClientTimeout, as the writer would.
+func (c *conversation) awaitClose() {
+	stuck := time.NewTimer(slowClientTimeout)
+	defer stuck.Stop()
+	select {
+	case <-c.ctx.Done():
+	case <-stuck.C:
 	}
 }
 

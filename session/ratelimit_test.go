@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,39 @@ func TestEventRateLimit(t *testing.T) {
 	defer cancel()
 	if _, _, err := c.conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 		t.Fatalf("close %v, want 1008 after the client kept sending over its rate", err)
+	}
+}
+
+// TestEventRateCloseAfterBacklog: a burst far over the limit, sent without reading, fills the
+// writer's queue; the close the limit queues behind it must still reach the client (1008, after
+// every refusal), even though the client keeps sending after it.
+func TestEventRateCloseAfterBacklog(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{EventRate: 1, EventBurst: 200,
+		Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}}})
+	c := ts.open(t)
+	for i := range 1000 {
+		c.sendRaw(fmt.Sprintf(`{"type":"session.update","event_id":"evt_%d","session":{"instructions":"n %d"}}`, i, i))
+	}
+	updated, limited := 0, 0
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, b, err := c.conn.Read(ctx)
+		cancel()
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("after %d session.updated and %d refusals: %v, want close 1008", updated, limited, err)
+			}
+			break
+		}
+		switch {
+		case strings.Contains(string(b), `"session.updated"`):
+			updated++
+		case strings.Contains(string(b), codeRateLimited):
+			limited++
+		}
+	}
+	if updated != 200 || limited != 201 { // 200 dropped, then the one that closes
+		t.Errorf("%d session.updated and %d refusals, want 200 and 201", updated, limited)
 	}
 }

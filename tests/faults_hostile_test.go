@@ -263,3 +263,112 @@ func TestFaultsAudioFlood(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestFaultsEventRate runs the built binary with the default event rate limit (100/s, 500 at once).
+// A client behaving like a real one (20 ms appends of real speech paced at real time: 50 a
+// second, a session.update, an item.retrieve after each committed turn) never hits it; a burst of
+// 2000 session.updates gets the first 500 answered, then rate_limit_exceeded errors naming each
+// dropped event, then the close 1008 once it has sent more than twice its allowance.
+func TestFaultsEventRate(t *testing.T) {
+	checkLeaks(t)
+	s := startRealtime(t, serverOpts{})
+	speech := sileroSpeech(t, "samples.pcm")
+
+	t.Run("normal client at 50 appends a second", func(t *testing.T) {
+		c := s.dialRealtime(t, s.jwt("faults-rate-"+randHex(4), ""), true)
+		c.until("session.created", nil)
+		td := map[string]any{"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
+			"silence_duration_ms": 500, "create_response": false}
+		c.send(betaSessionUpdate(td))
+		c.until("session.updated", nil)
+		clip := append(append(silence24k(0.3), speech...), silence24k(1)...)
+		const frame = 480 // 20 ms
+		start := time.Now()
+		var appends, retrieves, committed int
+		for i := 0; i+frame <= len(clip); i += frame {
+			if due := time.Duration(appends) * 20 * time.Millisecond; time.Since(start) < due {
+				time.Sleep(due - time.Since(start))
+			}
+			c.send(map[string]any{"type": "input_audio_buffer.append",
+				"audio": base64.StdEncoding.EncodeToString(audio.Int16ToBytes(clip[i : i+frame]))})
+			appends++
+			for drained := false; !drained; { // what arrived so far, without waiting
+				select {
+				case ev, ok := <-c.events:
+					if !ok {
+						t.Fatalf("the socket ended after %d appends", appends)
+					}
+					switch ev.Type {
+					case "error":
+						t.Fatalf("error event after %d appends at 50 a second: %s", appends, ev.Raw)
+					case "input_audio_buffer.committed":
+						committed++
+						retrieves++
+						c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": ev.str("item_id")})
+					}
+				default:
+					drained = true
+				}
+			}
+		}
+		errs, _, tr := turnAfter(t, c, "Still here?")
+		if len(errs) != 0 {
+			t.Errorf("%d error events for a normal client; first: %s", len(errs), firstRaw(errs))
+		}
+		if tr == "" || committed == 0 {
+			t.Errorf("turns committed %d, text turn transcript %q", committed, tr)
+		}
+		t.Logf("%d appends over %v (%.0f a second), %d turns committed, %d item.retrieve: no rate_limit_exceeded",
+			appends, time.Since(start).Round(time.Millisecond), float64(appends)/time.Since(start).Seconds(), committed, retrieves)
+		c.close()
+	})
+
+	t.Run("burst of 2000 session.updates", func(t *testing.T) {
+		c := s.dialRealtime(t, s.jwt("faults-rate-"+randHex(4), ""), true)
+		c.until("session.created", nil)
+		for i := range 2000 {
+			b := fmt.Sprintf(`{"type":"session.update","event_id":"evt_u%d","session":{"instructions":"n %d"}}`, i, i)
+			if err := c.conn.Write(ctxT(t, 10*time.Second), websocket.MessageText, []byte(b)); err != nil {
+				t.Logf("write %d: %v (closed by the server)", i, err)
+				break
+			}
+		}
+		var updated, limited int
+		var first, last rtEvent
+		for {
+			ev, ok := c.next(30 * time.Second)
+			if !ok {
+				break
+			}
+			switch {
+			case ev.Type == "session.updated":
+				updated++
+			case ev.Type == "error" && ev.str("error", "code") == "rate_limit_exceeded":
+				if limited == 0 {
+					first = ev
+				}
+				last = ev
+				limited++
+			default:
+				t.Errorf("unexpected %s", ev.Raw)
+			}
+		}
+		c.mu.Lock()
+		readErr := c.readErr
+		c.mu.Unlock()
+		t.Logf("2000 session.updates at once: %d answered, %d refused rate_limit_exceeded, then %v; first refusal %s",
+			updated, limited, readErr, first.Raw)
+		// The bucket refills while the burst is read (100 a second): a little over 500 each.
+		if updated < 500 || updated > 700 || limited < 500 || limited > 700 {
+			t.Errorf("%d answered and %d refused, want about 500 of each", updated, limited)
+		}
+		var n int // the bucket refills while the burst is read: refusals and answers interleave after the 500th
+		if _, err := fmt.Sscanf(first.str("error", "event_id"), "evt_u%d", &n); err != nil || n < 500 || first.str("error", "type") != "invalid_request_error" {
+			t.Errorf("first refusal %s, want invalid_request_error naming an event past the 500th", first.Raw)
+		}
+		if last.str("error", "message") == "" || websocket.CloseStatus(readErr) != websocket.StatusPolicyViolation {
+			t.Errorf("the socket ended with %v, want close 1008 after the refusals", readErr)
+		}
+	})
+	s.stop()
+}
