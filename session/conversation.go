@@ -353,17 +353,25 @@ func (c *conversation) drainOn(draining <-chan struct{}) {
 		EndGoingAway, "server shutting down")
 }
 
-// partials keeps the latest partial transcript of the turn in progress for semantic_vad: the
-// input goroutine starts a decode of the open turn's audio on a worker each time half a second
-// more has arrived and none is running; Partial returns whatever text is in hand, at once.
+// partials keeps the latest partial transcript of the turn in progress for semantic_vad and the
+// streamed transcript deltas: the input goroutine starts a decode of the open turn's audio on a
+// worker each time half a second more has arrived; Partial returns whatever text is in hand, at
+// once. On a SharedEars a new decode is asked for even while the last waits: the decoder keeps
+// only the newest partial of a conversation queued (the older one's worker returns at once), so
+// a partial is never stale by the time it runs. On a plain Ears one decode runs at a time.
 type partials struct {
 	text    atomic.Pointer[string]
-	busy    atomic.Bool
+	busy    atomic.Int32 // decode workers running
 	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
 	decoded int          // samples of the turn the last decode started with (input goroutine)
-	// streamed is the transcript already sent as input_audio_transcription.delta for the turn's
-	// item (owned by the one decode worker that runs at a time; reset with gen).
-	streamed string
+
+	mu sync.Mutex // the workers' results, applied in the order they were asked for
+	// applied is the sequence number of the newest decode whose result was used.
+	applied, asked int64
+	// streamed is the transcript already sent as input_audio_transcription.delta for streamedGen's
+	// turn.
+	streamed    string
+	streamedGen int64
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -389,22 +397,41 @@ func (p *partials) reset() {
 // partial that revises earlier words sends nothing (a delta cannot take words back): the
 // transcription's completed event carries the final text.
 func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stream bool) {
-	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence || !p.busy.CompareAndSwap(false, true) {
+	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence {
 		return
 	}
-	if p.decoded == 0 {
-		p.streamed = "" // a new turn (the previous decode, if any, has finished: busy was false)
+	// Two on a shared decoder: one decoding and the newest waiting (a third replaces it).
+	limit := int32(1)
+	if _, shared := c.engines.Ears.(SharedEars); shared {
+		limit = 3
+	}
+	if p.busy.Add(1) > limit {
+		p.busy.Add(-1)
+		return
 	}
 	p.decoded = len(pcm)
 	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-30*hearRate):]...)
 	gen := p.gen.Load()
+	p.mu.Lock()
+	p.asked++
+	seq := p.asked
+	p.mu.Unlock()
 	c.work.Go(func() {
-		defer p.busy.Store(false)
-		text, err := c.engines.Ears.Transcribe(c.ctx, snapshot)
+		defer p.busy.Add(-1)
+		text, err := c.hearAs(c.ctx, snapshot, true)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if seq < p.applied {
+			return // a newer partial is already in hand
+		}
+		p.applied = seq
 		p.text.Store(&text)
+		if p.streamedGen != gen {
+			p.streamed, p.streamedGen = "", gen // a new turn
+		}
 		if stream && len(text) > len(p.streamed) && strings.HasPrefix(text, p.streamed) {
 			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):]})
 			p.streamed = text

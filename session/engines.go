@@ -17,6 +17,22 @@ type Ears interface {
 	Transcribe(ctx context.Context, pcm16k []float32) (string, error)
 }
 
+// SharedEars is Ears on a decoder every conversation shares (cmd/voiced's, on Whisper's queue),
+// told whose each transcription is and whether it is a partial: finals are served first and
+// fairly between conversations, then partials, the newest per conversation only. A partial
+// replaced by a newer one, or not decoded for any reason, returns an error (the conversation
+// drops it).
+type SharedEars interface {
+	Ears
+	TranscribeAs(ctx context.Context, pcm16k []float32, h Hearing) (string, error)
+}
+
+// Hearing is whose a transcription is (the conversation's id) and its kind.
+type Hearing struct {
+	Conversation string
+	Partial      bool
+}
+
 // Voice speaks text: emit is called with each piece's audio (24 kHz mono PCM16) as soon as it
 // exists. voice is the session's voice name (an OpenAI name such as "alloy" or a mounted Kokoro
 // voice); the adapter maps names it does not have to its default. An error from emit stops it.

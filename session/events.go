@@ -350,6 +350,15 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	}
 }
 
+// hearAs asks Ears for one window: as this conversation's final or partial when the Ears is
+// shared (SharedEars), so the decoder serves conversations fairly.
+func (c *conversation) hearAs(ctx context.Context, pcm []float32, partial bool) (string, error) {
+	if shared, ok := c.engines.Ears.(SharedEars); ok {
+		return shared.TranscribeAs(ctx, pcm, Hearing{Conversation: c.convID, Partial: partial})
+	}
+	return c.engines.Ears.Transcribe(ctx, pcm)
+}
+
 // earsWindow is the most audio Ears hears at once (Whisper's 30 s window).
 const earsWindow = 30 * hearRate
 
@@ -359,7 +368,7 @@ func (c *conversation) hearUtterance(ctx context.Context, pcm []float32) (string
 	var parts []string
 	for len(pcm) > 0 {
 		n := min(len(pcm), earsWindow)
-		text, err := c.engines.Ears.Transcribe(ctx, pcm[:n])
+		text, err := c.hearAs(ctx, pcm[:n], false)
 		if err != nil {
 			return strings.Join(parts, " "), err
 		}

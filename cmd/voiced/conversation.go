@@ -17,6 +17,7 @@ import (
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/kokoro"
 	"github.com/voiced/voiced/speechcore/squelch"
+	"github.com/voiced/voiced/speechcore/whisper"
 	"github.com/voiced/voiced/turn"
 )
 
@@ -248,12 +249,24 @@ func (h meterHook) Record(ctx context.Context, u session.Usage) error {
 // ears is Whisper (one window at a time: the conversation splits longer utterances).
 type ears struct{ svc *speechcore.Service }
 
+var _ session.SharedEars = ears{}
+
 func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
+	return e.TranscribeAs(ctx, pcm, session.Hearing{})
+}
+
+// TranscribeAs puts the conversation's request in Whisper's queue as its own: finals fairly
+// between conversations, then the newest partial of each.
+func (e ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing) (string, error) {
 	w := e.svc.Whisper
 	if w == nil {
 		return "", speechcore.ErrNotWarm
 	}
-	r, err := w.Transcribe(ctx, pcm)
+	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final}
+	if h.Partial {
+		req.Kind = whisper.Partial
+	}
+	r, err := w.TranscribeAs(ctx, pcm, req)
 	if err != nil {
 		return "", err
 	}
