@@ -395,12 +395,18 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
 		return
 	}
-	ent := &entry{item: it}
+	ent := &entry{item: it, text: itemText(it)}
 	if e.PreviousItemID != "" && e.PreviousItemID != "root" {
 		if _, ok := c.itemCopy(e.PreviousItemID); !ok {
 			c.send(wire.ErrItemNotFound("previous_item_id", e.PreviousItemID, e.ClientEventID()))
 			return
 		}
+	}
+	if !c.holdText(ent.text) {
+		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeConversationTooLarge, Param: "item", EventID: e.ClientEventID(),
+			Message: fmt.Sprintf("This conversation already holds the most text it may (%d MiB, items added by conversation.item.create): "+
+				"delete items (conversation.item.delete) before adding more.", maxConversationText>>20)})
+		return
 	}
 	// A user audio part without a transcript is heard like committed audio, so the mind has words.
 	var pcm []float32
@@ -416,6 +422,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		// as heard and spends the quota (no squelch: the client chose to send all of it).
 		c.heardSamples.Add(int64(len(pcm)))
 		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
+			c.holdText(-ent.text) // not added: the conversation is closing
 			return
 		}
 	}

@@ -372,3 +372,54 @@ func TestFaultsEventRate(t *testing.T) {
 	})
 	s.stop()
 }
+
+// TestFaultsItemFlood: conversation.item.create with 4 MiB of text, 40 times (160 MiB, well within
+// the event rate). Audio items count toward --session-limit; text did not count toward anything,
+// so the conversation kept all of it. The conversation's text is bounded: past the bound an
+// item.create is refused by name and the server's RSS stays bounded; deleting items makes room.
+func TestFaultsItemFlood(t *testing.T) {
+	checkLeaks(t)
+	s := startRealtime(t, serverOpts{})
+	c := s.dialRealtime(t, s.jwt("faults-items-"+randHex(4), ""), true)
+	c.until("session.created", nil)
+	base := s.rssKiB(t)
+	text := strings.Repeat("words ", (4<<20)/6)
+	var added []string
+	var refused []rtEvent
+	for i := range 40 {
+		c.send(map[string]any{"type": "conversation.item.create", "event_id": fmt.Sprintf("evt_item%d", i), "item": map[string]any{
+			"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}}})
+		ev, ok := c.next(30 * time.Second)
+		if !ok {
+			t.Fatalf("the socket ended after %d items", i)
+		}
+		switch ev.Type {
+		case "conversation.item.created":
+			added = append(added, ev.str("item", "id"))
+		case "error":
+			refused = append(refused, ev)
+		default:
+			t.Fatalf("item %d: %s", i, ev.Raw)
+		}
+	}
+	peak := s.rssKiB(t)
+	t.Logf("40 items of 4 MiB text: %d added, %d refused (first: %s); RSS %d → %d MiB",
+		len(added), len(refused), firstRaw(refused), base>>10, peak>>10)
+	if len(refused) == 0 || refused[0].str("error", "code") != "conversation_too_large" ||
+		refused[0].str("error", "type") != "invalid_request_error" || refused[0].str("error", "event_id") == "" {
+		t.Errorf("no item.create refused conversation_too_large (invalid_request_error naming its event) after %d items", len(added))
+	}
+	if growth := (peak - base) >> 10; growth > 256 {
+		t.Errorf("server RSS grew %d MiB for the items, want < 256 MiB", growth)
+	}
+	if len(added) > 0 { // deleting an item makes room for another
+		c.send(map[string]any{"type": "conversation.item.delete", "item_id": added[0]})
+		c.until("conversation.item.deleted", nil)
+		c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{
+			"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}}})
+		c.until("conversation.item.created", nil)
+	}
+	c.checkStrict()
+	c.close()
+	s.stop()
+}
