@@ -119,3 +119,46 @@ func TestEventRateCloseAfterBacklog(t *testing.T) {
 		t.Errorf("%d session.updated and %d refusals, want 200 and 201", updated, limited)
 	}
 }
+
+// TestOutOfBandCap: out-of-band responses run beside the conversation's, but a client may hold
+// only maxOutOfBand of them at once: each is a mind call and a synthesis, and the event rate
+// alone would let a burst start hundreds. Past it response.create (conversation none) is refused
+// by name; when one ends there is room again.
+func TestOutOfBandCap(t *testing.T) {
+	leakCheck(t)
+	gate := make(chan struct{})
+	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{gate: gate}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "hello"}}}})
+	c.until("conversation.item.done")
+	for i := range maxOutOfBand + 4 {
+		c.send(map[string]any{"type": "response.create", "event_id": fmt.Sprintf("evt_oob%d", i),
+			"response": map[string]any{"conversation": "none"}})
+	}
+	created, refused := 0, 0
+	for created+refused < maxOutOfBand+4 {
+		ev := c.next()
+		switch ev["type"] {
+		case "response.created":
+			created++
+		case "error":
+			e := ev["error"].(map[string]any)
+			if e["code"] != codeTooManyResponses || e["event_id"] == "" {
+				t.Fatalf("refusal %v, want %s naming its event", e, codeTooManyResponses)
+			}
+			refused++
+		}
+	}
+	if created != maxOutOfBand || refused != 4 {
+		t.Fatalf("%d out-of-band responses started and %d refused, want %d and 4", created, refused, maxOutOfBand)
+	}
+	close(gate) // they finish; then there is room again
+	for done := 0; done < maxOutOfBand; {
+		if ev := c.next(); ev["type"] == "response.done" {
+			done++
+		}
+	}
+	c.send(map[string]any{"type": "response.create", "response": map[string]any{"conversation": "none"}})
+	c.until("response.done")
+}
