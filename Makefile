@@ -78,11 +78,10 @@ bench: build
 soak: build
 	scripts/soak.sh
 
+# Every Fuzz target for FUZZTIME each (default 30s; FUZZ=regexp picks targets, FUZZPARALLEL workers);
+# new corpus entries are copied under each package's testdata/fuzz (FUZZKEEP=0 leaves them out).
 fuzz:
-	@for t in $$(grep -rl 'func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \
-		for f in $$(grep -ho 'func Fuzz[A-Za-z0-9_]*' $$t/*_test.go | cut -d' ' -f2); do \
-			echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$t || exit 1; \
-		done; done
+	GO=$(GO) scripts/fuzz.sh
 
 vet:
 	$(GO) vet ./...

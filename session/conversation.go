@@ -79,6 +79,7 @@ type inputSide struct {
 	// the end of the last response's audio) while armed; speech disarms it.
 	idleArmed bool
 	idleFrom  int64
+	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
 }
 
 // shared is what workers and the input goroutine share, under mu.
@@ -87,6 +88,7 @@ type shared struct {
 	items     []*entry
 	active    *reply
 	outOfBand map[string]*reply // running out-of-band responses by id
+	textHeld  int               // bytes of client text in items (maxConversationText)
 	idle      *time.Timer       // set once under mu before the input loop runs; its callback reads it under mu
 	// playing is the reply audio handed to Media.Player: where the next sample queued will play
 	// on the player's timeline, and the assistant message being played (nil without a player).
@@ -131,6 +133,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.out = make(chan frame, outQueue)
 	c.meterKick = make(chan struct{}, 1)
+	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
 	if model == "" {
 		c.sess.Model = "voiced"
 	}
@@ -206,9 +209,24 @@ func (c *conversation) run(parent context.Context) {
 		}
 		c.idle.Reset(idleTimeout)
 		if c.closed.Load() {
+			c.awaitClose()
 			return
 		}
 		c.receive(in)
+	}
+}
+
+// awaitClose lets the writer reach a close that closeWith queued (the events before it, the
+// error that explains it, then the close frame) before run's return cancels the writer: a client
+// that keeps sending after the close was queued would otherwise get a bare 1000 and lose them.
+// The writer cancels ctx once it has closed; a client that stopped reading is given up on after
+// slowClientTimeout, as the writer would.
+func (c *conversation) awaitClose() {
+	stuck := time.NewTimer(slowClientTimeout)
+	defer stuck.Stop()
+	select {
+	case <-c.ctx.Done():
+	case <-stuck.C:
 	}
 }
 
@@ -216,17 +234,49 @@ func (c *conversation) run(parent context.Context) {
 func (c *conversation) receive(in Inbound) {
 	switch {
 	case in.Refused != nil:
+		if c.limited(in.Refused.EventID) {
+			return
+		}
 		c.send(in.Refused)
 	case in.Audio != nil:
 		c.trackAudio(in.Audio, in.AudioRate)
 	default:
 		ev, err := wire.Decode(in.Event, c.dialect)
+		if _, audio := ev.(*wire.InputAudioBufferAppend); !audio || err != nil {
+			id := ""
+			if ev != nil {
+				id = ev.ClientEventID()
+			}
+			var we *wire.Error
+			if errors.As(err, &we) {
+				id = we.EventID
+			}
+			if c.limited(id) {
+				return
+			}
+		}
 		if err != nil {
 			c.sendError(err)
 			return
 		}
 		c.handle(ev)
 	}
+}
+
+// limited spends one client event from the connection's rate limit (ratelimit.go): true when it
+// is over the limit, then it has been refused by name (rate_limit_exceeded), or the conversation
+// closed (1008) when the client keeps sending past twice its allowance.
+func (c *conversation) limited(eventID string) bool {
+	switch c.limit.take(c.srv.cfg.Now()) {
+	case dropped:
+		c.send(c.limit.errRateLimited(eventID))
+		return true
+	case abusive:
+		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.limit.rate, "burst", c.limit.burst)
+		c.closeWith(c.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
+		return true
+	}
+	return false
 }
 
 // start sends session.created, with the ticket's session config applied first.
@@ -320,49 +370,71 @@ func (c *conversation) drainOn(draining <-chan struct{}) {
 		EndGoingAway, "server shutting down")
 }
 
-// partials keeps the latest partial transcript of the turn in progress for semantic_vad: the
-// input goroutine starts a decode of the open turn's audio on a worker each time half a second
-// more has arrived and none is running; Partial returns whatever text is in hand, at once.
+// partials keeps the latest partial transcript of the turn in progress for semantic_vad and the
+// streamed transcript deltas: the input goroutine starts a decode of the open turn's audio on a
+// worker each time half a second more has arrived; Partial returns whatever text is in hand, at
+// once. On a SharedEars a new decode is asked for even while the last waits: the decoder keeps
+// only the newest partial of a conversation queued (the older one's worker returns at once), so
+// a partial is never stale by the time it runs. On a plain Ears one decode runs at a time.
 type partials struct {
 	text    atomic.Pointer[string]
-	busy    atomic.Bool
+	busy    atomic.Int32 // decode workers running
 	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
 	decoded int          // samples of the turn the last decode started with (input goroutine)
-	// streamed is the transcript already sent as input_audio_transcription.delta for the turn's
-	// item (owned by the one decode worker that runs at a time; reset with gen).
-	streamed string
-	// mel is the open turn's log-mel when Ears take features (owned by the one decode worker
-	// that runs at a time, like streamed).
+
+	mu sync.Mutex // the workers' results, applied in the order they were asked for
+	// applied is the sequence number of the newest decode whose result was used.
+	applied, asked int64
+	// streamed is the transcript already sent as input_audio_transcription.delta for streamedGen's
+	// turn.
+	streamed    string
+	streamedGen int64
+	// mel is the open turn's log-mel when Ears take features (shared by the decode workers under
+	// its own lock).
 	mel partialMel
 }
 
 // partialMel keeps the open turn's log-mel (audio.MelStream) between its partial decodes: a turn's
 // audio only grows until the turn ends, so each decode computes only the frames new since the
 // last, bit for bit what LogMel of the whole window gives (audio's TestMelStreamEqualsLogMel).
+// Several workers may decode partials of one conversation at once (a SharedEars keeps the newest
+// queued): each computes under mu into a buffer of its own, which it keeps until its decode
+// returns.
 type partialMel struct {
+	mu     sync.Mutex
 	stream *audio.MelStream
 	gen    int64 // the turn (partials.gen) stream holds
-	buf    []float32
+	bufs   sync.Pool
 }
 
 // transcribe decodes pcm, the turn gen's audio so far (its last window when slid): through the
 // turn's MelStream when ears take features and the turn still fits one window, else as a whole
 // window (a turn past 30 s slides its window, which a MelStream cannot follow).
-func (m *partialMel) transcribe(ctx context.Context, ears Ears, gen int64, pcm []float32, slid bool) (string, error) {
+func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen int64, pcm []float32, slid bool) (string, error) {
 	me, ok := ears.(MelEars)
 	if !ok || slid || len(pcm) > audio.WhisperSamples {
-		return ears.Transcribe(ctx, pcm)
+		return hearWith(ctx, ears, h, pcm)
 	}
+	buf, _ := m.bufs.Get().(*[]float32)
+	if buf == nil {
+		buf = new([]float32)
+	}
+	m.mu.Lock()
 	if m.stream == nil {
 		m.stream = audio.NewMelStream(me.NumMels())
 	}
 	if m.gen != gen || m.stream.Len() > len(pcm) {
-		m.stream.Reset() // a new turn restarts the stream
+		m.stream.Reset() // a new turn (or an older snapshot than the last) restarts the stream
 		m.gen = gen
 	}
 	m.stream.Append(pcm[m.stream.Len():])
-	m.buf = m.stream.Compute(m.buf)
-	return me.TranscribeMel(ctx, m.buf)
+	*buf = m.stream.Compute(*buf)
+	m.mu.Unlock()
+	text, err := me.TranscribeMel(ctx, *buf, h)
+	if ctx.Err() == nil { // cancelled, the decoder may still be reading buf: leave it to the GC
+		m.bufs.Put(buf)
+	}
+	return text, err
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -388,23 +460,42 @@ func (p *partials) reset() {
 // partial that revises earlier words sends nothing (a delta cannot take words back): the
 // transcription's completed event carries the final text.
 func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stream bool) {
-	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence || !p.busy.CompareAndSwap(false, true) {
+	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence {
 		return
 	}
-	if p.decoded == 0 {
-		p.streamed = "" // a new turn (the previous decode, if any, has finished: busy was false)
+	// Two on a shared decoder: one decoding and the newest waiting (a third replaces it).
+	limit := int32(1)
+	if _, shared := c.engines.Ears.(SharedEars); shared {
+		limit = 3
+	}
+	if p.busy.Add(1) > limit {
+		p.busy.Add(-1)
+		return
 	}
 	p.decoded = len(pcm)
 	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
 	slid := len(pcm) > audio.WhisperSamples
 	gen := p.gen.Load()
+	p.mu.Lock()
+	p.asked++
+	seq := p.asked
+	p.mu.Unlock()
 	c.work.Go(func() {
-		defer p.busy.Store(false)
-		text, err := p.mel.transcribe(c.ctx, c.engines.Ears, gen, snapshot, slid)
+		defer p.busy.Add(-1)
+		text, err := p.mel.transcribe(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: true}, gen, snapshot, slid)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if seq < p.applied {
+			return // a newer partial is already in hand
+		}
+		p.applied = seq
 		p.text.Store(&text)
+		if p.streamedGen != gen {
+			p.streamed, p.streamedGen = "", gen // a new turn
+		}
 		if stream && len(text) > len(p.streamed) && strings.HasPrefix(text, p.streamed) {
 			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):]})
 			p.streamed = text

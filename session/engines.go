@@ -25,7 +25,23 @@ type Ears interface {
 type MelEars interface {
 	Ears
 	NumMels() int
-	TranscribeMel(ctx context.Context, mel []float32) (string, error)
+	TranscribeMel(ctx context.Context, mel []float32, h Hearing) (string, error)
+}
+
+// SharedEars is Ears on a decoder every conversation shares (cmd/voiced's, on Whisper's queue),
+// told whose each transcription is and whether it is a partial: finals are served first and
+// fairly between conversations, then partials, the newest per conversation only. A partial
+// replaced by a newer one, or not decoded for any reason, returns an error (the conversation
+// drops it).
+type SharedEars interface {
+	Ears
+	TranscribeAs(ctx context.Context, pcm16k []float32, h Hearing) (string, error)
+}
+
+// Hearing is whose a transcription is (the conversation's id) and its kind.
+type Hearing struct {
+	Conversation string
+	Partial      bool
 }
 
 // Voice speaks text: emit is called with each piece's audio (24 kHz mono PCM16) as soon as it

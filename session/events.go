@@ -364,6 +364,20 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	}
 }
 
+// hearAs asks Ears for one window: as this conversation's final or partial when the Ears is
+// shared (SharedEars), so the decoder serves conversations fairly.
+func (c *conversation) hearAs(ctx context.Context, pcm []float32, partial bool) (string, error) {
+	return hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: partial}, pcm)
+}
+
+// hearWith asks ears for one window, as h when ears are shared.
+func hearWith(ctx context.Context, ears Ears, h Hearing, pcm []float32) (string, error) {
+	if shared, ok := ears.(SharedEars); ok {
+		return shared.TranscribeAs(ctx, pcm, h)
+	}
+	return ears.Transcribe(ctx, pcm)
+}
+
 // earsWindow is the most audio Ears hears at once (Whisper's 30 s window).
 const earsWindow = 30 * hearRate
 
@@ -373,7 +387,7 @@ func (c *conversation) hearUtterance(ctx context.Context, pcm []float32) (string
 	var parts []string
 	for len(pcm) > 0 {
 		n := min(len(pcm), earsWindow)
-		text, err := c.engines.Ears.Transcribe(ctx, pcm[:n])
+		text, err := c.hearAs(ctx, pcm[:n], false)
 		if err != nil {
 			return strings.Join(parts, " "), err
 		}
@@ -400,12 +414,18 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
 		return
 	}
-	ent := &entry{item: it}
+	ent := &entry{item: it, text: itemText(it)}
 	if e.PreviousItemID != "" && e.PreviousItemID != "root" {
 		if _, ok := c.itemCopy(e.PreviousItemID); !ok {
 			c.send(wire.ErrItemNotFound("previous_item_id", e.PreviousItemID, e.ClientEventID()))
 			return
 		}
+	}
+	if !c.holdText(ent.text) {
+		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeConversationTooLarge, Param: "item", EventID: e.ClientEventID(),
+			Message: fmt.Sprintf("This conversation already holds the most text it may (%d MiB, items added by conversation.item.create): "+
+				"delete items (conversation.item.delete) before adding more.", maxConversationText>>20)})
+		return
 	}
 	// A user audio part without a transcript is heard like committed audio, so the mind has words.
 	var pcm []float32
@@ -422,6 +442,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		c.heardSamples.Add(int64(len(pcm)))
 		c.meterNow()
 		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
+			c.holdText(-ent.text) // not added: the conversation is closing
 			return
 		}
 	}

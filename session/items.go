@@ -24,6 +24,33 @@ type entry struct {
 	// truncated: a conversation.item.truncate cut it to what the client played; the reply still
 	// writing it (its last piece, its response.done) must not extend or restore it.
 	truncated bool
+	// text is the bytes of text the client handed over in it (conversation.item.create), counted
+	// in shared.textHeld until the item is deleted.
+	text int
+}
+
+// maxConversationText bounds the text clients hand over in conversation.item.create that one
+// conversation holds: audio counts toward --session-limit, text toward nothing else, and a client
+// adding 16 MiB items (the read limit) a hundred times a second would grow the server without
+// bound. A model's context is ~128k tokens, about half a MiB of text: 32 MiB is far past any
+// conversation a mind can read. Past it an item.create is refused conversation_too_large; a
+// conversation.item.delete makes room.
+const maxConversationText = 32 << 20
+
+// codeConversationTooLarge names that refusal.
+const codeConversationTooLarge = "conversation_too_large"
+
+// itemText is the bytes of text an item carries (its parts' text, transcripts and image data
+// URIs, a function call's name and arguments, an output).
+func itemText(it wire.Item) int {
+	n := len(it.Name) + len(it.Arguments) + len(it.Output)
+	for _, p := range it.Content {
+		n += len(p.Text) + len(p.ImageURL)
+		if p.Transcript != nil {
+			n += len(*p.Transcript)
+		}
+	}
+	return n
 }
 
 // keptAudio bounds the assistant audio a conversation keeps for conversation.item.retrieve: the
@@ -115,7 +142,20 @@ func (c *conversation) deleteItem(id string) bool {
 	if i < 0 {
 		return false
 	}
+	c.textHeld -= c.items[i].text
 	c.items = slices.Delete(c.items, i, i+1)
+	return true
+}
+
+// holdText counts n bytes of client text toward maxConversationText: false (nothing counted)
+// when they do not fit.
+func (c *conversation) holdText(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.textHeld+n > maxConversationText {
+		return false
+	}
+	c.textHeld += n
 	return true
 }
 

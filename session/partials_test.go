@@ -26,7 +26,7 @@ func (e *melEars) Transcribe(ctx context.Context, pcm []float32) (string, error)
 	return melDigest(audio.LogMel(pcm, 80)), ctx.Err()
 }
 
-func (e *melEars) TranscribeMel(ctx context.Context, mel []float32) (string, error) {
+func (e *melEars) TranscribeMel(ctx context.Context, mel []float32, _ Hearing) (string, error) {
 	e.mels.Add(1)
 	return melDigest(mel), ctx.Err()
 }
@@ -58,7 +58,7 @@ func TestPartialMelEqualsWholeWindow(t *testing.T) {
 	check := func(gen int64, pcm []float32, step int) {
 		t.Helper()
 		for end := step; end <= len(pcm); end += step {
-			got, err := m.transcribe(ctx, ears, gen, pcm[:end], false)
+			got, err := m.transcribe(ctx, ears, Hearing{Partial: true}, gen, pcm[:end], false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestPartialMelEqualsWholeWindow(t *testing.T) {
 		t.Fatalf("%d decodes through features, want 7", ears.mels.Load())
 	}
 	before := ears.mels.Load()
-	if _, err := m.transcribe(ctx, ears, 3, speechLike(3, audio.WhisperSamples), true); err != nil {
+	if _, err := m.transcribe(ctx, ears, Hearing{Partial: true}, 3, speechLike(3, audio.WhisperSamples), true); err != nil {
 		t.Fatal(err)
 	}
 	if ears.mels.Load() != before {

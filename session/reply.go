@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -42,6 +43,15 @@ type reply struct {
 	spec *speculation
 }
 
+// maxOutOfBand is how many out-of-band responses (conversation "none") one conversation may run at
+// once: each is a mind call and a synthesis, and a burst within the event rate could otherwise
+// start hundreds. OpenAI documents no number; a client classifying or summarising beside the
+// conversation runs one or two.
+const maxOutOfBand = 8
+
+// codeTooManyResponses names the refusal of one more.
+const codeTooManyResponses = "too_many_active_responses"
+
 // startReply begins a response on a worker; a response still writing the conversation is an
 // error (out-of-band responses run beside it).
 func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.Error {
@@ -55,6 +65,12 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 		outOfBand: p.Conversation == "none", spec: spec}
 	c.mu.Lock()
 	if r.outOfBand {
+		if len(c.outOfBand) >= maxOutOfBand {
+			c.mu.Unlock()
+			cancel(nil)
+			return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeTooManyResponses, EventID: eventID,
+				Message: fmt.Sprintf("This conversation already runs %d out-of-band responses (conversation 'none'), the most it may: wait for one to finish.", maxOutOfBand)}
+		}
 		if c.outOfBand == nil {
 			c.outOfBand = map[string]*reply{}
 		}

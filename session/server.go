@@ -59,6 +59,11 @@ type Config struct {
 	// False (the zero value): the mind is asked once the turn has ended. cmd/voiced's --speculate
 	// turns it on by default.
 	Speculate bool
+	// EventRate and EventBurst limit the client events of one connection (ratelimit.go;
+	// input_audio_buffer.append is not counted): EventRate a second sustained, EventBurst at
+	// once. Zero takes DefaultEventRate / DefaultEventBurst; a negative EventRate turns it off.
+	EventRate  float64
+	EventBurst int
 
 	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
@@ -114,6 +119,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.EventRate == 0 {
+		cfg.EventRate = DefaultEventRate
+	}
+	if cfg.EventBurst == 0 {
+		cfg.EventBurst = DefaultEventBurst
+	}
+	if cfg.EventRate > 0 && cfg.EventBurst < 1 {
+		return nil, errors.New("session: the event burst must be at least 1")
 	}
 	if cfg.Tickets == nil {
 		cfg.Tickets = NewMemoryTickets(cfg.Now)

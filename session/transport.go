@@ -83,7 +83,7 @@ const (
 	EndNormal End = iota
 	// EndGoingAway: idle, the session limit, the server draining.
 	EndGoingAway
-	// EndPolicy: the principal's quota is used up.
+	// EndPolicy: the principal's quota is used up, or the client kept sending over its event rate.
 	EndPolicy
 	// EndServerError: the conversation could not start.
 	EndServerError

@@ -17,6 +17,7 @@ import (
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/kokoro"
 	"github.com/voiced/voiced/speechcore/squelch"
+	"github.com/voiced/voiced/speechcore/whisper"
 	"github.com/voiced/voiced/turn"
 )
 
@@ -36,6 +37,8 @@ type conversationComponent struct {
 	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
+	eventRate                                               float64
+	eventBurst                                              int
 	maxConversations, maxPerTenant                          int
 	speculate                                               bool
 
@@ -54,6 +57,8 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxPerTenant, "max-per-tenant", session.DefaultMaxPerTenant, "concurrent conversations per org (per subject without an org)")
 	fs.DurationVar(&c.sessionLimit, "session-limit", session.DefaultSessionLimit, "audio a conversation may carry before a clean close (session_expired, 1001)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
+	fs.Float64Var(&c.eventRate, "event-rate", session.DefaultEventRate, "client events a realtime connection may send per second (input_audio_buffer.append not counted); over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
+	fs.IntVar(&c.eventBurst, "event-burst", session.DefaultEventBurst, "client events a realtime connection may send at once (the rate limit's bucket)")
 	fs.DurationVar(&c.ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
 	fs.StringVar(&c.mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
 	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
@@ -69,6 +74,9 @@ func (c *conversationComponent) validate(*App) error {
 	}
 	if c.maxConversations <= 0 || c.maxPerTenant <= 0 {
 		return errors.New("--max-conversations and --max-per-tenant must be positive")
+	}
+	if c.eventRate < 0 || (c.eventRate > 0 && c.eventBurst < 1) {
+		return errors.New("--event-rate must be >= 0 (0 = no limit) and --event-burst >= 1")
 	}
 	if c.ticketTTL < session.MinTicketTTL || c.ticketTTL > session.MaxTicketTTL {
 		return fmt.Errorf("--ticket-ttl %s outside %s..%s", c.ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
@@ -96,8 +104,11 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	cfg := session.Config{
 		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
-		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, Log: app.Log.With("component", "conversation"),
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst, Log: app.Log.With("component", "conversation"),
 		Engines: speechEngines(app, m),
+	}
+	if c.eventRate == 0 {
+		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
 	}
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets
@@ -283,17 +294,34 @@ var _ session.MeterHolder = meterHook{}
 // ears is Whisper (one window at a time: the conversation splits longer utterances).
 type ears struct{ svc *speechcore.Service }
 
+var _ session.SharedEars = ears{}
+
 func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
+	return e.TranscribeAs(ctx, pcm, session.Hearing{})
+}
+
+// TranscribeAs puts the conversation's request in Whisper's queue as its own: finals fairly
+// between conversations, then the newest partial of each.
+func (e ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing) (string, error) {
 	w := e.svc.Whisper
 	if w == nil {
 		return "", speechcore.ErrNotWarm
 	}
-	r, err := w.Transcribe(ctx, pcm)
+	r, err := w.TranscribeAs(ctx, pcm, hearingRequest(h))
 	if err != nil {
 		return "", err
 	}
 	e.svc.ObserveTranscription(r)
 	return r.Text, nil
+}
+
+// hearingRequest is a conversation's place in Whisper's queue.
+func hearingRequest(h session.Hearing) whisper.Request {
+	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final}
+	if h.Partial {
+		req.Kind = whisper.Partial
+	}
+	return req
 }
 
 var _ session.MelEars = ears{}
@@ -307,12 +335,12 @@ func (e ears) NumMels() int {
 }
 
 // TranscribeMel decodes a partial from the features the conversation keeps (session.MelEars).
-func (e ears) TranscribeMel(ctx context.Context, mel []float32) (string, error) {
+func (e ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearing) (string, error) {
 	w := e.svc.Whisper
 	if w == nil {
 		return "", speechcore.ErrNotWarm
 	}
-	r, err := w.TranscribeMel(ctx, mel)
+	r, err := w.TranscribeMelAs(ctx, mel, hearingRequest(h))
 	if err != nil {
 		return "", err
 	}

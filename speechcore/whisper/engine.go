@@ -21,6 +21,9 @@ type Options struct {
 	// QueueDepth bounds the requests waiting for the model (default 64). Transcribe blocks while
 	// the queue is full: a caller that sends faster than the model decodes is slowed, never dropped.
 	QueueDepth int
+	// OwnerDepth bounds the finals one owner (Request.Owner: a conversation) may have queued
+	// (default 2); its next waits for room, so one owner's backlog never fills QueueDepth.
+	OwnerDepth int
 	// ModelID names the model in ready frames and health (default: the directory's base name).
 	ModelID string
 	// SkipWarmup skips the warm-up pass (tests of Load's refusals only).
@@ -57,12 +60,13 @@ type Stats struct {
 }
 
 // Engine is Whisper on ONNX Runtime: one goroutine (the owner) holds the encoder and decoder
-// sessions and serves requests from a bounded queue, one forward pass at a time.
+// sessions and serves requests from a bounded queue, one forward pass at a time: finals first,
+// fairly between owners, then partials, the newest per owner only (queue.go).
 type Engine struct {
 	modelID string
 	model   *model // owned by the owner goroutine after Load returns
 
-	jobs    chan job
+	queue   *schedule
 	quit    chan struct{} // closed by Close
 	done    chan struct{} // closed when the owner has exited and destroyed the sessions
 	closing sync.Once
@@ -95,6 +99,12 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 	if opts.QueueDepth == 0 {
 		opts.QueueDepth = DefaultQueueDepth
 	}
+	if opts.OwnerDepth < 0 {
+		return nil, fmt.Errorf("whisper: owner depth must be >= 0, got %d", opts.OwnerDepth)
+	}
+	if opts.OwnerDepth == 0 {
+		opts.OwnerDepth = DefaultOwnerDepth
+	}
 	if opts.ModelID == "" {
 		opts.ModelID = filepath.Base(filepath.Clean(dir))
 	}
@@ -107,7 +117,7 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 	e := &Engine{
 		modelID: opts.ModelID,
 		model:   m,
-		jobs:    make(chan job, opts.QueueDepth),
+		queue:   newSchedule(opts.QueueDepth, opts.OwnerDepth),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 		loadMs:  ms(time.Since(start)),
@@ -127,13 +137,20 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 	return e, nil
 }
 
-// Transcribe decodes at most 30 s of 16 kHz mono audio. It waits for room in the queue and for
-// the owner; ctx cancels the wait and the decode (between decoder steps).
+// Transcribe decodes at most 30 s of 16 kHz mono audio as a final of its own. It waits for room
+// in the queue and for the owner; ctx cancels the wait and the decode (between decoder steps).
 func (e *Engine) Transcribe(ctx context.Context, pcm16k []float32) (Result, error) {
+	return e.TranscribeAs(ctx, pcm16k, Request{})
+}
+
+// TranscribeAs is Transcribe for req's owner and kind: finals are served first, fairly between
+// owners; a partial waits behind every final and is replaced (ErrSuperseded) by its owner's
+// next partial while it waits.
+func (e *Engine) TranscribeAs(ctx context.Context, pcm16k []float32, req Request) (Result, error) {
 	if len(pcm16k) > audio.WhisperSamples {
 		return Result{}, fmt.Errorf("%w: %d samples (at most %d)", ErrAudioTooLong, len(pcm16k), audio.WhisperSamples)
 	}
-	return e.submit(job{ctx: ctx, pcm: pcm16k, reply: make(chan jobResult, 1)})
+	return e.submit(req, job{ctx: ctx, pcm: pcm16k, reply: make(chan jobResult, 1)})
 }
 
 // NumMels is the number of mel bands the model takes (80, or 128 for large-v3): the size of the
@@ -145,21 +162,27 @@ func (e *Engine) NumMels() int { return e.model.nMels }
 // segment and computes only the new frames). The owner reads mel while it decodes: the caller must
 // not change it until TranscribeMel returns. Otherwise as Transcribe.
 func (e *Engine) TranscribeMel(ctx context.Context, mel []float32) (Result, error) {
+	return e.TranscribeMelAs(ctx, mel, Request{})
+}
+
+// TranscribeMelAs is TranscribeMel for req's owner and kind, scheduled as TranscribeAs.
+func (e *Engine) TranscribeMelAs(ctx context.Context, mel []float32, req Request) (Result, error) {
 	if want := e.model.nMels * audio.WhisperFrames; len(mel) != want {
 		return Result{}, fmt.Errorf("%w: %d values, want %d", ErrMelShape, len(mel), want)
 	}
-	return e.submit(job{ctx: ctx, mel: mel, reply: make(chan jobResult, 1)})
+	return e.submit(req, job{ctx: ctx, mel: mel, reply: make(chan jobResult, 1)})
 }
 
 // submit queues j for the owner and waits for its answer.
-func (e *Engine) submit(j job) (Result, error) {
+func (e *Engine) submit(req Request, j job) (Result, error) {
 	ctx := j.ctx
 	select {
-	case e.jobs <- j:
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
 	case <-e.quit:
 		return Result{}, ErrClosed
+	default:
+	}
+	if err := e.queue.push(ctx, req, j, e.quit); err != nil {
+		return Result{}, err
 	}
 	select {
 	case r := <-j.reply:
@@ -180,29 +203,38 @@ func (e *Engine) submit(j job) (Result, error) {
 func (e *Engine) own() {
 	defer close(e.done)
 	defer e.model.destroy()
+	refuseQueued := func() {
+		for j, ok := e.queue.pop(); ok; j, ok = e.queue.pop() {
+			j.reply <- jobResult{err: ErrClosed}
+		}
+	}
 	for {
 		select {
 		case <-e.quit:
-			for {
-				select {
-				case j := <-e.jobs:
-					j.reply <- jobResult{err: ErrClosed}
-				default:
-					return
-				}
-			}
-		case j := <-e.jobs:
-			e.running.Store(1)
-			var r jobResult
-			if err := j.ctx.Err(); err != nil {
-				r.err = err
-			} else {
-				r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel)
-				e.decodes.Add(1)
-			}
-			e.running.Store(0)
-			j.reply <- r
+			refuseQueued()
+			return
+		default:
 		}
+		j, ok := e.queue.pop()
+		if !ok {
+			select {
+			case <-e.quit:
+				refuseQueued()
+				return
+			case <-e.queue.ready:
+			}
+			continue
+		}
+		e.running.Store(1)
+		var r jobResult
+		if err := j.ctx.Err(); err != nil {
+			r.err = err
+		} else {
+			r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel)
+			e.decodes.Add(1)
+		}
+		e.running.Store(0)
+		j.reply <- r
 	}
 }
 
@@ -213,7 +245,7 @@ func (e *Engine) Stats() Stats {
 		LoadMs:             e.loadMs,
 		WarmupMs:           e.warmupMs,
 		ResidentDeltaBytes: e.residentDelta,
-		QueueDepth:         len(e.jobs) + int(e.running.Load()),
+		QueueDepth:         e.queue.len() + int(e.running.Load()),
 		Decodes:            e.decodes.Load(),
 	}
 }

@@ -14,6 +14,9 @@ var (
 	ErrAudioTooLong = errors.New("audio longer than one 30 s whisper window")
 	// ErrMelShape: TranscribeMel was given features that are not [NumMels()*3000].
 	ErrMelShape = errors.New("log-mel features are not one [n_mels, 3000] whisper window")
+	// ErrSuperseded: a newer partial of the same owner took this one's place in the queue
+	// (TranscribeAs with Kind Partial); it was not decoded.
+	ErrSuperseded = errors.New("whisper partial superseded by a newer one")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("whisper engine closed")
 )
