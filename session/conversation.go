@@ -381,6 +381,10 @@ type partials struct {
 	busy    atomic.Int32 // decode workers running
 	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
 	decoded int          // samples of the turn the last decode started with (input goroutine)
+	// paused: the speaker paused (HintPaused) and no decode has started since: the next
+	// maybeDecode decodes whatever audio came since the last, not waiting for the cadence
+	// (input goroutine).
+	paused bool
 
 	mu sync.Mutex // the workers' results, applied in the order they were asked for
 	// applied is the sequence number of the newest decode whose result was used.
@@ -451,16 +455,23 @@ func (p *partials) Partial() string {
 func (p *partials) reset() {
 	p.gen.Add(1)
 	p.text.Store(nil)
-	p.decoded = 0
+	p.decoded, p.paused = 0, false
 }
 
-// maybeDecode starts a partial decode of the open turn. With stream (the session transcribes its
+// maybeDecode starts a partial decode of the open turn when partialCadence more audio has come
+// since the last one started, or, after a pause (paused), when any has: the partial in hand at
+// the pause then holds the turn's last words, for semantic_vad's judgement and a speculation on
+// them, rather than what was said up to half a second earlier. With stream (the session transcribes its
 // input) the words it adds to what was already sent go out as
 // conversation.item.input_audio_transcription.delta for item, while the user still speaks; a
 // partial that revises earlier words sends nothing (a delta cannot take words back): the
 // transcription's completed event carries the final text.
 func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stream bool) {
-	if c.engines.Ears == nil || len(pcm)-p.decoded < partialCadence {
+	need := partialCadence
+	if p.paused {
+		need = 1
+	}
+	if c.engines.Ears == nil || len(pcm)-p.decoded < need {
 		return
 	}
 	// Two on a shared decoder: one decoding and the newest waiting (a third replaces it).
@@ -472,7 +483,7 @@ func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stre
 		p.busy.Add(-1)
 		return
 	}
-	p.decoded = len(pcm)
+	p.decoded, p.paused = len(pcm), false
 	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
 	slid := len(pcm) > audio.WhisperSamples
 	gen := p.gen.Load()

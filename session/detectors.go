@@ -62,6 +62,8 @@ func (f *detector) Push(pcm []float32) ([]TurnEvent, error) {
 			out = append(out, TurnEvent{Hint: HintEndLikely, Sample: ev.At, Transcript: ev.Transcript})
 		case turn.EndUnlikely:
 			out = append(out, TurnEvent{Hint: HintEndUnlikely, Sample: ev.At})
+		case turn.Paused:
+			out = append(out, TurnEvent{Hint: HintPaused, Sample: ev.At})
 		}
 	}
 	return out, err

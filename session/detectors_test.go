@@ -62,8 +62,8 @@ func TestTurnDetectorsServerVAD(t *testing.T) {
 		}
 		evs = append(evs, got...)
 	}
-	want := []TurnEvent{{Sample: 4096}, {Stopped: true, Sample: 4096 + 16384 + 5120, SpeechEnd: 4096 + 16384}}
-	if len(evs) != len(want) || evs[0] != want[0] || evs[1] != want[1] {
+	want := []TurnEvent{{Sample: 4096}, {Hint: HintPaused, Sample: 4096 + 16384}, {Stopped: true, Sample: 4096 + 16384 + 5120, SpeechEnd: 4096 + 16384}}
+	if len(evs) != len(want) || evs[0] != want[0] || evs[1] != want[1] || evs[2] != want[2] {
 		t.Fatalf("events %+v, want %+v", evs, want)
 	}
 	if _, err := newDetector(wire.TurnDetection{Type: wire.TurnSemanticVAD, Eagerness: "eager"}, func() string { return "" }); err == nil {
@@ -191,8 +191,8 @@ func TestTurnDetectorsSemanticHints(t *testing.T) {
 		}
 		evs = append(evs, got...)
 	}
-	want := []TurnEvent{{Sample: 0}, {Hint: HintEndLikely, Sample: 5632, Transcript: "Hi there."},
-		{Hint: HintEndUnlikely, Sample: 6144}, {Hint: HintEndLikely, Sample: 8704, Transcript: "Hi there."},
+	want := []TurnEvent{{Sample: 0}, {Hint: HintPaused, Sample: 5120}, {Hint: HintEndLikely, Sample: 5632, Transcript: "Hi there."},
+		{Hint: HintEndUnlikely, Sample: 6144}, {Hint: HintPaused, Sample: 8192}, {Hint: HintEndLikely, Sample: 8704, Transcript: "Hi there."},
 		{Stopped: true, Sample: 8192 + 3584, SpeechEnd: 8192}} // the Complete wait, 200 ms, in whole windows
 	if len(evs) != len(want) {
 		t.Fatalf("events %+v, want %+v", evs, want)

@@ -91,6 +91,10 @@ const (
 	// HintEndUnlikely: after HintEndLikely, the turn goes on (speech resumed, or the text no
 	// longer reads finished).
 	HintEndUnlikely
+	// HintPaused: the first quiet window after speech in a held turn (Sample: where the speech
+	// ended). The conversation decodes a partial of the turn so far then, so the text semantic_vad
+	// judges in the pause holds the last words.
+	HintPaused
 )
 
 // Partial gives the latest partial transcript of the turn in progress, at once (semantic_vad

@@ -209,6 +209,8 @@ func (c *conversation) turnEvent(te TurnEvent) {
 		c.speculate(te.Transcript)
 	case te.Hint == HintEndUnlikely:
 		c.dropSpeculation() // the speaker goes on
+	case te.Hint == HintPaused && c.speechItem != "":
+		c.partials.paused = true // hear decodes the turn so far below, whatever the cadence
 	case te.Hint != HintNone:
 	case !te.Stopped && c.speechItem == "":
 		c.speechItem = wire.NewID("item_")

@@ -131,9 +131,45 @@ func TestEndLikelyLead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Event{SpeechStarted{Start: 0}, EndLikely{At: 11 * 512, Transcript: "Stop."},
+	want := []Event{SpeechStarted{Start: 0}, Paused{At: 10 * 512}, EndLikely{At: 11 * 512, Transcript: "Stop."},
 		SpeechStopped{End: 10*512 + int64(windowsFor(Wait(EagernessAuto, Complete)))*16, SpeechEnd: 10 * 512}}
 	if !reflect.DeepEqual(evs, want) {
 		t.Fatalf("events %+v, want %+v", evs, want)
+	}
+}
+
+// Both detectors say Paused on the first quiet window of each pause in a held turn, naming where
+// the speech ended (the conversation decodes a partial there); not in the silence before a turn,
+// nor on every quiet window.
+func TestPausedOncePerPause(t *testing.T) {
+	hush, err := NewHush(DefaultHushConfig(levelSpeech))
+	if err != nil {
+		t.Fatal(err)
+	}
+	semantic, err := NewSemantic(DefaultSemanticConfig(levelSpeech, TranscriptFunc(func() string { return "I think" })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]Detector{"hush": hush, "semantic": semantic} {
+		t.Run(name, func(t *testing.T) {
+			defer d.Close()
+			var pcm []float32
+			for _, part := range [][]float32{windows(4, false), windows(10, true), windows(5, false), windows(6, true), windows(100, false)} {
+				pcm = append(pcm, part...)
+			}
+			evs, err := d.Feed(pcm, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paused []int64
+			for _, e := range evs {
+				if p, ok := e.(Paused); ok {
+					paused = append(paused, p.At)
+				}
+			}
+			if want := []int64{14 * 512, 25 * 512}; !reflect.DeepEqual(paused, want) {
+				t.Fatalf("paused at %v, want %v (events %v)", paused, want, evs)
+			}
+		})
 	}
 }

@@ -69,8 +69,8 @@ func (f Floor) String() string {
 	return fmt.Sprintf("Floor(%d)", int(f))
 }
 
-// Event is SpeechStarted or SpeechStopped, or (Semantic only) EndLikely or EndUnlikely: hints
-// about the turn in progress that change nobody's floor.
+// Event is SpeechStarted or SpeechStopped, or a hint about the turn in progress that changes
+// nobody's floor: Paused, and (Semantic only) EndLikely or EndUnlikely.
 type Event interface{ isEvent() }
 
 // SpeechStarted: the user took the floor (input_audio_buffer.speech_started). Start is where
@@ -106,7 +106,16 @@ type EndUnlikely struct {
 	Resumed bool
 }
 
+// Paused: in a held turn, the first quiet window after speech: the silence that may end the turn
+// starts counting. At is where the speech ended (samples). A listener that transcribes the turn as
+// it goes should decode it now, so that the text judged in the pause holds the last words (the
+// conversation's partial at the pause); it comes again after each resumption.
+type Paused struct {
+	At int64
+}
+
 func (SpeechStarted) isEvent() {}
+func (Paused) isEvent()        {}
 func (SpeechStopped) isEvent() {}
 func (EndLikely) isEvent()     {}
 func (EndUnlikely) isEvent()   {}
@@ -187,9 +196,7 @@ func (f *machine) Feed(pcm16k []float32, at int64) ([]Event, error) {
 	err := f.stream.Feed(pcm16k, func(prob float32) {
 		from := f.windowStart
 		f.windowStart += int64(f.stream.Window())
-		if ev := f.step(prob, from, f.windowStart); ev != nil {
-			events = append(events, ev)
-		}
+		events = f.step(events, prob, from, f.windowStart)
 	})
 	f.next += int64(len(pcm16k))
 	if err != nil {
@@ -198,42 +205,49 @@ func (f *machine) Feed(pcm16k []float32, at int64) ([]Event, error) {
 	return events, nil
 }
 
-// step advances the machine by one window spanning [from, to) in the session's audio.
-func (f *machine) step(prob float32, from, to int64) Event {
+// step advances the machine by one window spanning [from, to) in the session's audio, appending
+// the events it causes to events.
+func (f *machine) step(events []Event, prob float32, from, to int64) []Event {
 	if f.floorState != Held {
 		if prob < f.open {
 			f.runStart = -1
-			return nil
+			return events
 		}
 		if f.runStart < 0 {
 			f.runStart = from
 		}
 		if to-f.runStart < int64(f.minSpeech) {
-			return nil
+			return events
 		}
 		f.floorState, f.silence, f.lastSpeech = Held, -1, to
 		start := max(f.runStart-int64(f.prefix), f.turnFloor, 0)
 		f.runStart = -1
-		return SpeechStarted{Start: start}
+		return append(events, SpeechStarted{Start: start})
 	}
 	if prob >= f.open {
 		f.silence, f.lastSpeech = -1, to
 		if f.likelyText != "" {
 			f.likelyText = ""
-			return EndUnlikely{At: from, Resumed: true}
+			return append(events, EndUnlikely{At: from, Resumed: true})
 		}
-		return nil
+		return events
 	}
 	if prob >= f.close && f.silence < 0 && (f.hang == nil || f.hang()) {
 		f.lastSpeech = to // still speech by Silero's hysteresis
-		return nil
+		return events
+	}
+	if f.silence < 0 {
+		events = append(events, Paused{At: f.lastSpeech})
 	}
 	f.silence = max(f.silence, 0) + f.stream.Window()
 	if f.silence < f.wait(f.silence) {
-		return f.hint(to)
+		if ev := f.hint(to); ev != nil {
+			events = append(events, ev)
+		}
+		return events
 	}
 	f.floorState, f.silence, f.turnFloor, f.likelyText = Yielded, -1, to, ""
-	return SpeechStopped{End: to, SpeechEnd: f.lastSpeech}
+	return append(events, SpeechStopped{End: to, SpeechEnd: f.lastSpeech})
 }
 
 // hint is EndLikely when the pause's transcript newly reads finished, EndUnlikely when what

@@ -10,6 +10,7 @@ import (
 
 const push250ms = rate / 4
 
+// feedAll feeds pcm in pushes and returns the floor's events (hints left out: hint_test.go).
 func feedAll(t *testing.T, d Detector, pcm []float32, pushSamples int) []Event {
 	t.Helper()
 	var events []Event
@@ -20,7 +21,7 @@ func feedAll(t *testing.T, d Detector, pcm []float32, pushSamples int) []Event {
 		}
 		events = append(events, ev...)
 	}
-	return events
+	return floorOnly(events)
 }
 
 func newHush(t *testing.T, mutate func(*HushConfig)) *Hush {
@@ -184,7 +185,7 @@ func feedRest(t *testing.T, d Detector, pcm []float32, from int) []Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ev
+	return floorOnly(ev)
 }
 
 // The caller's timeline wins: audio fed after a gap is stamped where the caller says it is.
