@@ -147,6 +147,10 @@ type replyRun struct {
 	outputs []*entry
 	calls   map[int]*entry
 	spoken  int // 24 kHz samples sent
+	// adopted is the speculation the reply took its answer from (nil: none): its first sentence's
+	// audio, synthesized while the turn was held, is sent in place of a synthesis (say).
+	adopted *speculation
+	pieces  int // pieces said (the writer's)
 }
 
 // respond runs the mind and speaks its answer.
@@ -183,6 +187,7 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 		m := c.engines.Mind
 		if r.spec.adopt(req) {
 			m = timedMind{Mind: r.spec, first: c.srv.metrics.mindFirst}
+			run.adopted = r.spec
 		} else {
 			r.spec.drop()
 		}
@@ -403,7 +408,7 @@ func (run *replyRun) say(piece string) error {
 	run.text.WriteString(piece)
 	c.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
 	sent := 0
-	err := c.engines.Voice.Speak(run.ctx, strings.TrimSpace(piece), run.cfg.Voice, run.cfg.Speed, func(pcm []int16) error {
+	err := run.synthesize(strings.TrimSpace(piece), func(pcm []int16) error {
 		for len(pcm) > 0 {
 			if err := run.ctx.Err(); err != nil {
 				return err
@@ -442,6 +447,26 @@ func (run *replyRun) say(piece string) error {
 	}
 	c.mu.Unlock()
 	return err
+}
+
+// synthesize speaks piece through the Voice, or, for the first piece of an adopted speculation,
+// hands on the audio the speculation already synthesized for it.
+func (run *replyRun) synthesize(piece string, emit func([]int16) error) error {
+	first := run.pieces == 0
+	run.pieces++
+	if first && run.adopted != nil {
+		pcm, ok, err := run.adopted.firstAudio(run.ctx, piece, run.cfg.Voice, run.cfg.Speed)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if len(pcm) == 0 {
+				return nil
+			}
+			return emit(pcm)
+		}
+	}
+	return run.c.engines.Voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
 }
 
 // sendAudio hands one delta's audio (24 kHz) on: to the transport's player, or as a

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/speechcore/sentence"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -24,6 +25,12 @@ import (
 // took no response id, counted no usage and wrote no item, so it leaves no trace but the
 // voiced_conversation_speculative_mind_calls_total counters (a mind that bills per call pays for
 // discarded ones: Config.Speculate turns it off).
+//
+// With a Voice and audio out, the speculation also synthesizes the first sentence of its answer
+// (the piece a reply's splitter sends alone) as soon as the mind's stream yields it, into memory:
+// the reply that adopts it sends that audio in place of its own first synthesis, so released, the
+// first audio goes out at once. The held audio reaches no client and no meter before the reply
+// sends it as its own (say), and is dropped with the speculation.
 //
 // Owners: the input goroutine starts a speculation and holds it (inputSide.spec) until the turn
 // ends; then the reply started for the turn holds it (reply.spec) and adopts or drops it. The
@@ -51,7 +58,14 @@ type speculation struct {
 	reply  mind.Reply
 	err    error
 
+	// splitter finds the first sentence of the answer (the speculation's mind goroutine); nil
+	// without audio out. voice and speed are the session's when it started.
+	splitter *sentence.Splitter
+	voice    string
+	speed    float64
+
 	mu      sync.Mutex
+	first   *heldPiece    // the first sentence's synthesis, once the stream yielded it
 	held    []mind.Delta  // the answer so far, not yet taken by the reply that adopted it
 	more    chan struct{} // cap 1: held grew
 	room    chan struct{} // cap 1: the adopter took what was held
@@ -78,10 +92,14 @@ func (c *conversation) speculate(text string) {
 	}
 	items := append(c.context(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
-	req := mindRequest(c.sess.ForResponse(wire.ResponseParams{}), items)
+	cfg := c.sess.ForResponse(wire.ResponseParams{})
+	req := mindRequest(cfg, items)
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &speculation{c: c, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		more: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+		more: make(chan struct{}, 1), room: make(chan struct{}, 1), voice: cfg.Voice, speed: cfg.Speed}
+	if !cfg.TextOnly && c.engines.Voice != nil {
+		s.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
+	}
 	c.spec = s
 	m := c.engines.Mind
 	if t, ok := m.(timedMind); ok {
@@ -92,6 +110,9 @@ func (c *conversation) speculate(text string) {
 	c.work.Go(func() {
 		defer close(s.done)
 		s.reply, s.err = m.Answer(ctx, req, s.hold)
+		if s.err == nil && s.splitter != nil && s.first == nil {
+			s.synthesize(s.splitter.Flush()) // an answer of one sentence ends only with the stream
+		}
 	})
 }
 
@@ -143,8 +164,14 @@ func (s *speculation) adopt(req mind.Request) bool {
 	return true
 }
 
-// hold is the speculative call's emit: it keeps the delta for the reply that may adopt it.
+// hold is the speculative call's emit: it keeps the delta for the reply that may adopt it, and
+// starts the synthesis of the answer's first sentence once there is one.
 func (s *speculation) hold(d mind.Delta) error {
+	if s.splitter != nil && s.first == nil && d.Text != "" {
+		if pieces := s.splitter.Push(d.Text); len(pieces) > 0 {
+			s.synthesize(pieces[0])
+		}
+	}
 	if d.Call != nil {
 		call := *d.Call
 		d.Call = &call
@@ -164,6 +191,56 @@ func (s *speculation) hold(d mind.Delta) error {
 			return s.ctx.Err()
 		}
 	}
+}
+
+// heldPiece is a speculation's synthesis of its answer's first sentence: the audio is complete
+// (or the synthesis failed) once done is closed.
+type heldPiece struct {
+	text string // as the Voice was asked (trimmed)
+	done chan struct{}
+	pcm  []int16 // 24 kHz
+	err  error
+}
+
+// synthesize starts the Voice on piece, the answer's first sentence, on a worker (the
+// speculation's mind goroutine; once per speculation). The audio is only kept.
+func (s *speculation) synthesize(piece string) {
+	piece = strings.TrimSpace(piece)
+	if piece == "" {
+		return
+	}
+	h := &heldPiece{text: piece, done: make(chan struct{})}
+	s.mu.Lock()
+	s.first = h
+	s.mu.Unlock()
+	s.c.work.Go(func() {
+		defer close(h.done)
+		h.err = s.c.engines.Voice.Speak(s.ctx, piece, s.voice, s.speed, func(pcm []int16) error {
+			h.pcm = append(h.pcm, pcm...)
+			return nil
+		})
+	})
+}
+
+// firstAudio is the held synthesis of piece (trimmed) when the speculation made one in voice at
+// speed, waiting for it to finish; ok false when there is none to use (another text or voice, a
+// failed synthesis): the reply then synthesizes the piece itself.
+func (s *speculation) firstAudio(ctx context.Context, piece, voice string, speed float64) (pcm []int16, ok bool, err error) {
+	if s == nil {
+		return nil, false, nil
+	}
+	s.mu.Lock()
+	h := s.first
+	s.mu.Unlock()
+	if h == nil || h.text != piece || s.voice != voice || s.speed != speed {
+		return nil, false, nil
+	}
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	return h.pcm, h.err == nil, nil
 }
 
 func (s *speculation) take() []mind.Delta {

@@ -18,14 +18,21 @@ import (
 // (20 ms appends: 600 ms of speech, then silence) under semantic_vad (turn.Semantic on an
 // energy prober), a transcriber whose partial and final read the same finished sentence at once,
 // a chat-completions mind (mind.OpenAI over loopback HTTP) whose first token comes after
-// -mind-delay 300 ms, and a voice that answers at once. answer-p50-ms is the end of speech (the
-// last loud append sent) → the first audio delta, per turn; b.N is turns.
+// 300 ms, and a voice that answers at once; then a 100 ms mind and a voice that takes 150 ms per
+// piece: a speculation synthesizes the first sentence while the turn is held, so a mind quicker
+// than the turn wait hides the synthesis too (answer ≈ max(turn wait, first quiet window + mind +
+// voice) rather than max(turn wait, first quiet window + mind) + voice). answer-p50-ms is the end of speech (the last loud append
+// sent) → the first audio delta, per turn; b.N is turns.
 //
 //	go test -run '^$' -bench SpeculationAnswer -benchtime 12x ./session
 func BenchmarkSpeculationAnswer(b *testing.B) {
-	const mindDelay = 300 * time.Millisecond
-	for _, speculate := range []bool{false, true} {
-		b.Run(fmt.Sprintf("speculate=%v", speculate), func(b *testing.B) {
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		mindDelay, voiceDelay time.Duration
+		speculate             bool
+	}{{300 * ms, 0, false}, {300 * ms, 0, true}, {100 * ms, 150 * ms, false}, {100 * ms, 150 * ms, true}} {
+		speculate, mindDelay := tc.speculate, tc.mindDelay
+		b.Run(fmt.Sprintf("mind=%v/voice=%v/speculate=%v", mindDelay, tc.voiceDelay, speculate), func(b *testing.B) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				select {
 				case <-time.After(mindDelay):
@@ -41,7 +48,7 @@ func BenchmarkSpeculationAnswer(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := New(Config{Speculate: speculate, Engines: Engines{Ears: fakeEars{"What time is it?"}, Voice: fakeVoice{},
+			s, err := New(Config{Speculate: speculate, Engines: Engines{Ears: fakeEars{"What time is it?"}, Voice: slowVoice{tc.voiceDelay},
 				Mind: m, NewTurnDetector: TurnDetectors(energySpeech)}})
 			if err != nil {
 				b.Fatal(err)

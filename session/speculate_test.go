@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -118,7 +121,8 @@ func (d *scriptDetector) Close() error { return nil }
 type speculationCase struct {
 	ears   string // the final transcript
 	script [][]TurnEvent
-	hold   bool // the mind holds its first request until it is cancelled
+	hold   bool  // the mind holds its first request until it is cancelled
+	voice  Voice // nil: fakeVoice
 }
 
 type speculationRun struct {
@@ -134,7 +138,11 @@ func startSpeculation(t *testing.T, tc speculationCase, speculate bool) *specula
 	t.Helper()
 	chat, m := newChatMind(t, tc.hold)
 	script := &scriptDetector{script: tc.script}
-	s, err := New(Config{Speculate: speculate, Engines: Engines{Ears: fakeEars{tc.ears}, Voice: fakeVoice{}, Mind: m,
+	var voice Voice = fakeVoice{}
+	if tc.voice != nil {
+		voice = tc.voice
+	}
+	s, err := New(Config{Speculate: speculate, Engines: Engines{Ears: fakeEars{tc.ears}, Voice: voice, Mind: m,
 		NewTurnDetector: func(td wire.TurnDetection, _ Partial) (TurnDetector, error) { return script, nil }}})
 	if err != nil {
 		t.Fatal(err)
@@ -306,4 +314,103 @@ func TestNormalise(t *testing.T) {
 			t.Errorf("normalise(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// countingVoice speaks 10 ms per character, every sample of its kth call (from 1) k×100, and
+// reports each text it is asked on spoke.
+type countingVoice struct {
+	mu    sync.Mutex
+	calls []string
+	spoke chan string
+}
+
+func newCountingVoice() *countingVoice { return &countingVoice{spoke: make(chan string, 16)} }
+
+func (v *countingVoice) Speak(ctx context.Context, text, _ string, _ float64, emit func([]int16) error) error {
+	v.mu.Lock()
+	v.calls = append(v.calls, text)
+	k := len(v.calls)
+	v.mu.Unlock()
+	v.spoke <- text
+	pcm := make([]int16, 240*len(text))
+	for i := range pcm {
+		pcm[i] = int16(100 * k)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return emit(pcm)
+}
+
+func (v *countingVoice) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.calls)
+}
+
+// sentSamples is every sample of the audio deltas among evs (PCM16 at 24 kHz), by value.
+func sentSamples(t *testing.T, evs []map[string]any) map[int16]int {
+	t.Helper()
+	out := map[int16]int{}
+	for _, ev := range evs {
+		if ev["type"] != "response.output_audio.delta" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(ev["delta"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcm, err := audio.BytesToInt16(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range pcm {
+			out[v]++
+		}
+	}
+	return out
+}
+
+// A speculation synthesizes the first sentence of its answer while the turn is still held; the
+// reply that adopts it sends that audio, with no synthesis of it after the turn ended.
+func TestSpeculationSynthesizesFirstSentence(t *testing.T) {
+	leakCheck(t)
+	voice := newCountingVoice()
+	r := startSpeculation(t, speculationCase{ears: "what time is it", script: likelyTurn, voice: voice}, true)
+	r.push()
+	r.push()
+	if got := receive(t, voice.spoke, "the speculation's first sentence synthesized before the turn ended"); got != "You asked: What time is it?" {
+		t.Fatalf("synthesized %q", got)
+	}
+	if strings.Contains(r.all(), "response.") {
+		t.Fatalf("a speculation reached the client before the turn ended: %s", r.all())
+	}
+	r.push()
+	evs := r.tr.until("response.done")
+	if n := voice.count(); n != 1 {
+		t.Errorf("the voice was asked %d times, want 1 (before the turn ended)", n)
+	}
+	if got := sentSamples(t, evs); len(got) != 1 || got[100] != 240*len("You asked: What time is it?") {
+		t.Errorf("audio sent by sample value %v, want all of the held synthesis (100)", got)
+	}
+	r.end()
+}
+
+// A discarded speculation's synthesis is never sent: the reply speaks the final answer afresh.
+func TestSpeculationDiscardedAudioNeverSent(t *testing.T) {
+	leakCheck(t)
+	voice := newCountingVoice()
+	r := startSpeculation(t, speculationCase{ears: "What time is it in Paris?", script: likelyTurn, voice: voice}, true)
+	r.push()
+	r.push()
+	receive(t, voice.spoke, "the speculation's first sentence synthesized")
+	r.push()
+	evs := r.tr.until("response.done")
+	if got := receive(t, voice.spoke, "the final answer synthesized"); got != "You asked: What time is it in Paris?" {
+		t.Fatalf("synthesized %q", got)
+	}
+	if got := sentSamples(t, evs); got[100] != 0 || got[200] != 240*len("You asked: What time is it in Paris?") {
+		t.Errorf("audio sent by sample value %v, want only the final synthesis (200)", got)
+	}
+	r.end()
 }
