@@ -227,6 +227,9 @@ func TestTurnEndCorpus(t *testing.T) {
 			if r.missed > 0 {
 				t.Errorf("%s: missed %d utterances", d.name, r.missed)
 			}
+			if eager && worst > 300 {
+				t.Errorf("%s: the slowest complete sentence ends in %d ms: want ≤ 300 ms (the last word's tail counted as quiet)", d.name, worst)
+			}
 			if eager && (med > 250 || r.split > 0) {
 				t.Errorf("%s: complete sentences end in %d ms (median), %d split: want ≤ 250 ms, none split", d.name, med, r.split)
 			}

@@ -173,3 +173,63 @@ func TestPausedOncePerPause(t *testing.T) {
 		})
 	}
 }
+
+// listProber scores its windows from a list (then silence).
+type listProber struct {
+	buf   []float32
+	probs []float32
+}
+
+func (p *listProber) Feed(pcm []float32, emit func(float32)) error {
+	p.buf = append(p.buf, pcm...)
+	for len(p.buf) >= 512 {
+		prob := float32(0)
+		if len(p.probs) > 0 {
+			prob, p.probs = p.probs[0], p.probs[1:]
+		}
+		emit(prob)
+		p.buf = p.buf[512:]
+	}
+	return nil
+}
+func (p *listProber) Window() int  { return 512 }
+func (p *listProber) Pending() int { return len(p.buf) }
+func (p *listProber) Reset()       {}
+func (p *listProber) Close() error { return nil }
+
+// Once the words read Complete, the last word's tail (windows straight after speech scoring
+// between 0.5 and tailOpen) counts toward the wait; after a dip the same score is speech again.
+func TestCompleteTailCountsAsQuiet(t *testing.T) {
+	stopAfter := func(text string, probs []float32) int64 {
+		t.Helper()
+		speech := SpeechFunc(func() (Prober, error) { return &listProber{probs: probs}, nil })
+		s, err := NewSemantic(DefaultSemanticConfig(speech, TranscriptFunc(func() string { return text })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		evs, err := s.Feed(make([]float32, 512*120), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e, ok := e.(SpeechStopped); ok {
+				return e.SpeechEnd / 512
+			}
+		}
+		t.Fatalf("no stop: %v", evs)
+		return 0
+	}
+	speech := []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	tail := append(append([]float32(nil), speech...), 0.6, 0.6, 0.6, 0.6)
+	if got := stopAfter("Stop.", tail); got != 10 {
+		t.Errorf("complete: speech ends after window %d, want 10 (the 0.6 tail is quiet)", got)
+	}
+	if got := stopAfter("Stop", tail); got != 14 {
+		t.Errorf("unfinished: speech ends after window %d, want 14 (the tail is speech)", got)
+	}
+	resumed := append(append([]float32(nil), speech...), 0.1, 0.6, 0.6)
+	if got := stopAfter("Stop.", resumed); got != 13 {
+		t.Errorf("complete, resumed after a dip: speech ends after window %d, want 13", got)
+	}
+}

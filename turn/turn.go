@@ -144,6 +144,9 @@ type machine struct {
 	// hang, when set, says whether a window between the thresholds after speech still counts
 	// as speech (Silero's hysteresis); nil is always. Semantic drops it once the words are done.
 	hang func() bool
+	// doneOpen, when hang says the words are done, is the probability a window straight after
+	// speech must reach to be speech rather than the last word's tail (Semantic; 0: open).
+	doneOpen float32
 	// likely, when set (Semantic), says whether the text judged by the last wait reads finished.
 	likely func() (transcript string, finished bool)
 
@@ -155,6 +158,7 @@ type machine struct {
 	lastSpeech  int64  // end of the last speech window while Held
 	turnFloor   int64  // the previous turn's end: no start is reported before it
 	likelyText  string // the transcript EndLikely last named in this pause; "" when none stands
+	tail        bool   // no window has scored below open since the last one at or above doneOpen
 	closed      bool
 }
 
@@ -219,13 +223,20 @@ func (f *machine) step(events []Event, prob float32, from, to int64) []Event {
 		if to-f.runStart < int64(f.minSpeech) {
 			return events
 		}
-		f.floorState, f.silence, f.lastSpeech = Held, -1, to
+		f.floorState, f.silence, f.lastSpeech, f.tail = Held, -1, to, true
 		start := max(f.runStart-int64(f.prefix), f.turnFloor, 0)
 		f.runStart = -1
 		return append(events, SpeechStarted{Start: start})
 	}
+	if prob >= f.open && f.tail && prob < f.doneOpen && f.hang != nil && !f.hang() {
+		// The words read finished and the speech has not dipped since its last word: this is
+		// that word's fading tail, which Silero scores as speech for up to ~170 ms. Quiet.
+		prob = f.close - 1e-3
+	} else if prob < f.open {
+		f.tail = false
+	}
 	if prob >= f.open {
-		f.silence, f.lastSpeech = -1, to
+		f.silence, f.lastSpeech, f.tail = -1, to, prob >= f.doneOpen
 		if f.likelyText != "" {
 			f.likelyText = ""
 			return append(events, EndUnlikely{At: from, Resumed: true})
