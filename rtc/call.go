@@ -2,7 +2,9 @@ package rtc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -220,31 +222,58 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 		return
 	}
 	in := newInbound()
+	var armed time.Time // the read deadline set on t (zero: none)
 	for {
+		// Packets held behind a gap are released at their deadline even if the sender went
+		// quiet: the read returns a timeout then.
+		dl, _ := in.deadline()
+		if !dl.Equal(armed) {
+			if err := t.SetReadDeadline(dl); err != nil {
+				return
+			}
+			armed = dl
+		}
 		p, _, err := t.ReadRTP()
-		if err != nil {
+		var steps []frameStep
+		switch {
+		case err == nil:
+			steps = in.push(p, time.Now())
+		case isTimeout(err):
+			steps = in.expire(time.Now())
+		default:
 			return
 		}
-		for _, f := range in.push(p) {
-			var pcm []int16
-			switch {
-			case f.lost && f.fec != nil:
-				pcm, err = dec.DecodeFEC(f.fec)
-			case f.lost:
-				pcm, err = dec.Decode(nil)
-			case len(f.payload) == 0:
-				continue
-			default:
-				if pcm, err = dec.Decode(f.payload); err != nil {
-					pcm, err = dec.Decode(nil) // a bad packet is concealed as a lost one
-				}
-			}
-			if err != nil {
-				continue
-			}
-			c.deliver(rs, pcm)
-		}
+		c.decode(dec, rs, steps)
 	}
+}
+
+// decode turns the reader's steps into PCM for Handlers.Audio.
+func (c *Call) decode(dec *opus.Decoder, rs *audio.Resampler, steps []frameStep) {
+	for _, f := range steps {
+		var pcm []int16
+		var err error
+		switch {
+		case f.lost && f.fec != nil:
+			pcm, err = dec.DecodeFEC(f.fec)
+		case f.lost:
+			pcm, err = dec.Decode(nil)
+		case len(f.payload) == 0:
+			continue
+		default:
+			if pcm, err = dec.Decode(f.payload); err != nil {
+				pcm, err = dec.Decode(nil) // a bad packet is concealed as a lost one
+			}
+		}
+		if err != nil {
+			continue
+		}
+		c.deliver(rs, pcm)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (c *Call) deliver(rs *audio.Resampler, pcm []int16) {

@@ -1,6 +1,8 @@
 package rtc
 
 import (
+	"time"
+
 	"github.com/pion/interceptor/pkg/jitterbuffer"
 	"github.com/pion/rtp"
 )
@@ -11,6 +13,10 @@ const (
 	// (60 ms at 20 ms packets); until then the packets after it wait for it. Nothing waits while
 	// packets arrive in order.
 	reorderWindow = 3
+	// holdMax bounds how long a packet waits behind a missing one when no later packets come
+	// (the sender stopped right after a loss: end of speech, DTX, a muted mic): the same 60 ms
+	// as reorderWindow's packets. Past it the gap is concealed and what was held is decoded.
+	holdMax = reorderWindow * frame
 	// maxConceal bounds the frames concealed for one gap (100 ms); past it the rest of the gap is
 	// skipped, as the sender paused or its clock jumped rather than lost that much audio.
 	maxConceal = 5
@@ -40,6 +46,9 @@ type inbound struct {
 	newest    uint16 // the highest sequence number held
 	held      int    // packets in jb
 	concealed int    // frames concealed in the current gap
+	// arrived is when each held packet came (zero: not held), by sequence number mod its size
+	// (what is held spans at most maxAhead+1 numbers).
+	arrived [64]time.Time
 }
 
 func newInbound() *inbound {
@@ -49,8 +58,8 @@ func newInbound() *inbound {
 // ahead is how far sequence number a is past b (negative: behind), across the 16-bit wrap.
 func ahead(a, b uint16) int { return int(int16(a - b)) }
 
-// push takes one packet and returns the frames now ready, in order.
-func (in *inbound) push(p *rtp.Packet) []frameStep {
+// push takes one packet, arrived at now, and returns the frames now ready, in order.
+func (in *inbound) push(p *rtp.Packet, now time.Time) []frameStep {
 	if !in.started {
 		in.started, in.head, in.newest = true, p.SequenceNumber, p.SequenceNumber
 	}
@@ -68,19 +77,55 @@ func (in *inbound) push(p *rtp.Packet) []frameStep {
 	}
 	in.jb.Push(p)
 	in.held++
+	in.arrived[p.SequenceNumber%uint16(len(in.arrived))] = now
 	if ahead(p.SequenceNumber, in.newest) > 0 {
 		in.newest = p.SequenceNumber
 	}
+	return in.release(steps, now)
+}
+
+// expire releases what waited holdMax behind a gap by now, with no packet arriving: the gap is
+// concealed. The reader calls it at deadline.
+func (in *inbound) expire(now time.Time) []frameStep {
+	return in.release(nil, now)
+}
+
+// deadline is when the packets held behind a gap are released if none arrives (zero, ok false:
+// nothing is held).
+func (in *inbound) deadline() (at time.Time, ok bool) {
+	for _, t := range in.arrived {
+		if !t.IsZero() && (!ok || t.Before(at)) {
+			at, ok = t, true
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return at.Add(holdMax), true
+}
+
+func (in *inbound) pop(seq uint16) (*rtp.Packet, bool) {
+	pkt, err := in.jb.PeekAtSequence(seq)
+	if err != nil {
+		return nil, false
+	}
+	in.jb.PopAtSequence(seq)
+	in.held--
+	in.arrived[seq%uint16(len(in.arrived))] = time.Time{}
+	return pkt, true
+}
+
+// release decodes the head while it is there; a missing head is lost once reorderWindow later
+// packets arrived or the oldest packet held waited holdMax.
+func (in *inbound) release(steps []frameStep, now time.Time) []frameStep {
 	for in.held > 0 {
-		if pkt, err := in.jb.PeekAtSequence(in.head); err == nil {
-			in.jb.PopAtSequence(in.head)
-			in.held--
+		if pkt, ok := in.pop(in.head); ok {
 			in.head++
 			in.concealed = 0
 			steps = append(steps, frameStep{payload: pkt.Payload})
 			continue
 		}
-		if ahead(in.newest, in.head) < reorderWindow {
+		if dl, _ := in.deadline(); ahead(in.newest, in.head) < reorderWindow && now.Before(dl) {
 			break // the head may still come
 		}
 		// The head is lost.
@@ -101,9 +146,7 @@ func (in *inbound) push(p *rtp.Packet) []frameStep {
 func (in *inbound) flush() []frameStep {
 	var steps []frameStep
 	for ; in.held > 0; in.head++ {
-		if pkt, err := in.jb.PeekAtSequence(in.head); err == nil {
-			in.jb.PopAtSequence(in.head)
-			in.held--
+		if pkt, ok := in.pop(in.head); ok {
 			steps = append(steps, frameStep{payload: pkt.Payload})
 		}
 	}

@@ -52,12 +52,13 @@ func TestInboundOrder(t *testing.T) {
 		"waits for the window":   {[]uint16{1, 3, 4}, "1"},
 		"first packet not first": {[]uint16{5, 4, 6}, "5 6"},
 	}
+	t0 := time.Unix(1000, 0) // every packet arrives at once: only the window releases them
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			in := newInbound()
 			var steps []frameStep
 			for _, seq := range tc.arrive {
-				steps = append(steps, in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: seq}, Payload: []byte(fmt.Sprint(seq))})...)
+				steps = append(steps, in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: seq}, Payload: []byte(fmt.Sprint(seq))}, t0)...)
 			}
 			if got := describe(steps); got != tc.want {
 				t.Errorf("arrivals %v: decoded %q, want %q", tc.arrive, got, tc.want)
@@ -69,28 +70,78 @@ func TestInboundOrder(t *testing.T) {
 	}
 }
 
-// TestCallLossAndReorder: a peer's packets arrive reordered, one lost alone and three lost in a
-// row; the call hears exactly the frames sent (no frame missing or extra), and the audio is what
-// libopus gives for that stream decoded in order with the lone loss recovered from the next
-// packet's in-band FEC and the burst concealed (PLC, then FEC for its last frame), sample for
-// sample.
-func TestCallLossAndReorder(t *testing.T) {
-	leakCheck(t)
-	speech := speech16k(t)
+// TestInboundReleasedOnTime: packets held behind a gap come out holdMax after the oldest of them
+// arrived when no later packet comes (the sender stopped right after a loss), on a fake clock.
+// Events: "5@80" packet 5 arrives at 80 ms; "@120" the reader's deadline fires at 120 ms.
+func TestInboundReleasedOnTime(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := map[string]struct {
+		events []string
+		want   []string // released by each event
+	}{
+		"one lost, then quiet": {
+			events: []string{"1@0", "2@20", "4@60", "5@80", "@119", "@120"},
+			want:   []string{"1", "2", "", "", "", "fec4 4 5"},
+		},
+		"two gaps, each waits its own": {
+			events: []string{"1@0", "3@40", "@100", "5@110", "@169", "@170"},
+			want:   []string{"1", "", "fec3 3", "", "", "fec5 5"},
+		},
+		"a burst, then quiet: PLC, FEC": {
+			events: []string{"1@0", "4@60", "@120"},
+			want:   []string{"1", "", "plc fec4 4"},
+		},
+		"the last packet lost: nothing held, nothing waits": {
+			events: []string{"1@0", "2@20"},
+			want:   []string{"1", "2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := newInbound()
+			var got []string
+			for _, ev := range tc.events {
+				seq, ms, _ := strings.Cut(ev, "@")
+				var n int
+				fmt.Sscan(ms, &n)
+				now := t0.Add(time.Duration(n) * time.Millisecond)
+				if seq == "" {
+					dl, _ := in.deadline()
+					released := describe(in.expire(now))
+					if now.Before(dl) && released != "" {
+						t.Errorf("%s, before the deadline (%v): released %q", ev, dl.Sub(t0), released)
+					}
+					got = append(got, released)
+					continue
+				}
+				var s uint16
+				fmt.Sscan(seq, &s)
+				got = append(got, describe(in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: s}, Payload: []byte(seq)}, now)))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("released %q, want %q", got, tc.want)
+			}
+			if _, ok := in.deadline(); ok || in.held != 0 {
+				t.Errorf("still holds %d packets", in.held)
+			}
+		})
+	}
+}
+
+// rtpCall answers a pion client whose mic is an RTP track the test numbers itself (the sample
+// track numbers its packets in order); the owner hears 48 kHz, as the decoder gives it.
+func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, func()) {
+	t.Helper()
 	ep, err := NewEndpoint(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ep.Close()
 	cl := newClient(t)
-	defer cl.close()
-	// An RTP track the test numbers itself (the sample track numbers its packets in order).
 	mic, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "mic-rtp", "client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	senders := cl.pc.GetSenders()
-	if err := senders[0].ReplaceTrack(mic); err != nil {
+	if err := cl.pc.GetSenders()[0].ReplaceTrack(mic); err != nil {
 		t.Fatal(err)
 	}
 	o := newOwner()
@@ -102,11 +153,79 @@ func TestCallLossAndReorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer call.Close()
 	if err := cl.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
 		t.Fatal(err)
 	}
 	<-cl.dcOpen
+	return mic, o, func() {
+		call.Close()
+		cl.close()
+		ep.Close()
+	}
+}
+
+// heardSamples is how much audio the owner has heard.
+func (o *owner) heardSamples() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.audio)
+}
+
+// TestCallReleasesAfterLoss: the second-to-last packet is lost and the sender stops: the call
+// still hears every frame (the lost one concealed), soon after the last packet.
+func TestCallReleasesAfterLoss(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, done := rtpCall(t)
+	defer done()
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	const frames = 25
+	pcm := audio.Float32ToInt16(audio.Resample(speech[:frames*320], 16000, opus.SampleRate))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var sentLast time.Time
+	for i := range frames {
+		p, err := enc.Encode(pcm[i*opus.FrameSamples : (i+1)*opus.FrameSamples])
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-tick.C
+		if i == frames-2 {
+			continue // lost
+		}
+		if err := mic.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 111, SequenceNumber: uint16(100 + i),
+			Timestamp: uint32(i * opus.FrameSamples), SSRC: 1}, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+		sentLast = time.Now()
+	}
+	want := frames * opus.FrameSamples
+	waitFor(t, func() bool { return o.heardSamples() >= want })
+	took := time.Since(sentLast)
+	t.Logf("the frames behind the loss were heard %v after the last packet was sent (bound %v + the network)", took, holdMax)
+	if got := o.heardSamples(); got != want {
+		t.Fatalf("heard %d samples, want %d (%d frames)", got, want, frames)
+	}
+	// Generous: the bound is holdMax; a loaded 2-core box adds scheduling, never seconds.
+	if took > time.Second {
+		t.Fatalf("released %v after the last packet, want about %v", took, holdMax)
+	}
+}
+
+// TestCallLossAndReorder: a peer's packets arrive reordered, one lost alone and three lost in a
+// row; the call hears exactly the frames sent (no frame missing or extra), and the audio is what
+// libopus gives for that stream decoded in order with the lone loss recovered from the next
+// packet's in-band FEC and the burst concealed (PLC, then FEC for its last frame), sample for
+// sample.
+func TestCallLossAndReorder(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, done := rtpCall(t)
+	defer done()
 
 	// 4.8 s of speech (all of the recording) as 240 Opus packets (FEC on, as a browser sends with useinbandfec=1).
 	enc, err := opus.NewEncoder(32000)
