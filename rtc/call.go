@@ -253,6 +253,9 @@ func (c *Call) decode(dec *opus.Decoder, rs *audio.Resampler, steps []frameStep)
 		var pcm []int16
 		var err error
 		switch {
+		case f.silence > 0:
+			c.silence(rs, f.silence)
+			continue
 		case f.lost && f.fec != nil:
 			pcm, err = dec.DecodeFEC(f.fec)
 		case f.lost:
@@ -268,6 +271,14 @@ func (c *Call) decode(dec *opus.Decoder, rs *audio.Resampler, steps []frameStep)
 			continue
 		}
 		c.deliver(rs, pcm)
+	}
+}
+
+// silence hands n samples (48 kHz) of silence on, a frame at a time.
+func (c *Call) silence(rs *audio.Resampler, n int) {
+	quiet := make([]int16, min(n, opus.FrameSamples))
+	for ; n > 0; n -= len(quiet) {
+		c.deliver(rs, quiet[:min(n, len(quiet))])
 	}
 }
 

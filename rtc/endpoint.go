@@ -115,6 +115,11 @@ func (e *Endpoint) Close() error {
 	return errors.Join(errs...)
 }
 
+// opusCapability is what the answer offers for Opus. It does not ask for DTX (usedtx=1: Chrome
+// sends DTX only when the answer asks): the server's own VAD (Silero) decides what is speech,
+// and DTX would let the browser's encoder drop the quiet it judges silent before voiced sees it,
+// to save at most ~32 kb/s upstream per call, where a call's cost is the speech models. A peer
+// that sends DTX anyway is kept in real time: inbound turns the timestamp jump into silence.
 var opusCapability = webrtc.RTPCodecCapability{
 	MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2,
 	SDPFmtpLine: "minptime=10;useinbandfec=1",

@@ -21,6 +21,8 @@ func describe(steps []frameStep) string {
 	var out []string
 	for _, s := range steps {
 		switch {
+		case s.silence > 0:
+			out = append(out, fmt.Sprint("sil", s.silence))
 		case s.lost && s.fec != nil:
 			out = append(out, "fec"+string(s.fec))
 		case s.lost:
@@ -128,6 +130,45 @@ func TestInboundReleasedOnTime(t *testing.T) {
 	}
 }
 
+// TestInboundTimestampGaps: time the sender's RTP clock skipped (DTX, a pause, the rest of a long
+// loss) is heard as silence, bounded by the wall clock and by maxSilence, on a fake clock.
+// Events: "seq@ms/ts" packet seq arrives at ms with RTP timestamp ts in frames (960 samples).
+func TestInboundTimestampGaps(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := map[string]struct {
+		events []string
+		want   string
+	}{
+		"in time: no silence":              {[]string{"1@0/0", "2@20/1", "3@40/2"}, "1 2 3"},
+		"DTX, 400 ms":                      {[]string{"1@0/0", "2@20/1", "3@440/22", "4@460/23"}, "1 2 sil19200 3 4"},
+		"a long loss: PLC, then silence":   {[]string{"1@0/0", "12@220/11", "13@240/12", "14@260/13"}, "1 plc plc plc plc plc sil4800 12 13 14"},
+		"a lone loss: no silence":          {[]string{"1@0/0", "3@40/2", "4@60/3", "5@80/4"}, "1 fec3 3 4 5"},
+		"a stop of 5 s: 1 s":               {[]string{"1@0/0", "2@5000/250"}, "1 sil48000 2"},
+		"a bogus 10 min jump: wall clock":  {[]string{"1@0/0", "2@20/30000"}, "1 sil2880 2"},
+		"timestamp backwards: no silence":  {[]string{"1@0/100", "2@20/0", "3@40/1"}, "1 2 3"},
+		"a sequence restart forgets clock": {[]string{"1@0/0", "200@20/900000", "201@40/900001"}, "1 200 201"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := newInbound()
+			in.samples = func([]byte) (int, error) { return opus.FrameSamples, nil }
+			var steps []frameStep
+			for _, ev := range tc.events {
+				var seq uint16
+				var ms, ts int
+				if _, err := fmt.Sscanf(ev, "%d@%d/%d", &seq, &ms, &ts); err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: seq, Timestamp: uint32(ts * opus.FrameSamples)},
+					Payload: []byte(fmt.Sprint(seq))}, t0.Add(time.Duration(ms)*time.Millisecond))...)
+			}
+			if got := describe(steps); got != tc.want {
+				t.Errorf("%v: %q, want %q", tc.events, got, tc.want)
+			}
+		})
+	}
+}
+
 // rtpCall answers a pion client whose mic is an RTP track the test numbers itself (the sample
 // track numbers its packets in order); the owner hears 48 kHz, as the decoder gives it.
 func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, func()) {
@@ -213,6 +254,59 @@ func TestCallReleasesAfterLoss(t *testing.T) {
 	// Generous: the bound is holdMax; a loaded 2-core box adds scheduling, never seconds.
 	if took > time.Second {
 		t.Fatalf("released %v after the last packet, want about %v", took, holdMax)
+	}
+}
+
+// TestCallDTXKeepsTime: a sender stops sending for 400 ms (Opus DTX in a pause: the sequence
+// goes on, the RTP timestamp jumps) between two seconds of speech: the call hears the pause as
+// 400 ms of silence, so exactly the sender's duration comes out.
+func TestCallDTXKeepsTime(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, done := rtpCall(t)
+	defer done()
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	const talk, pause = 50, 20 // frames: 1 s of speech, 400 ms of DTX, 1 s of speech
+	pcm := audio.Float32ToInt16(audio.Resample(speech[:2*talk*320], 16000, opus.SampleRate))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	seq := uint16(7)
+	for i := range 2*talk + pause {
+		<-tick.C
+		if i >= talk && i < talk+pause {
+			continue // DTX: nothing sent, the sender's clock runs on
+		}
+		k := i
+		if i >= talk {
+			k = i - pause
+		}
+		p, err := enc.Encode(pcm[k*opus.FrameSamples : (k+1)*opus.FrameSamples])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mic.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 111, SequenceNumber: seq,
+			Timestamp: uint32(5000 + i*opus.FrameSamples), SSRC: 1}, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+	}
+	want := (2*talk + pause) * opus.FrameSamples
+	waitFor(t, func() bool { return o.heardSamples() >= want })
+	o.mu.Lock()
+	heard := append([]float32(nil), o.audio...)
+	o.mu.Unlock()
+	t.Logf("sent %d packets over %d frames of sender time: heard %d samples (%d ms), want %d", 2*talk, 2*talk+pause, len(heard), len(heard)/48, want)
+	if len(heard) != want {
+		t.Fatalf("heard %d samples, want %d: the pause of %d ms is not kept", len(heard), want, pause*20)
+	}
+	for i := talk * opus.FrameSamples; i < (talk+pause)*opus.FrameSamples; i++ {
+		if heard[i] != 0 {
+			t.Fatalf("sample %d, in the pause, is %v: want silence", i, heard[i])
+		}
 	}
 }
 
