@@ -22,6 +22,8 @@ const (
 	frame     = 20 * time.Millisecond
 	outFrame  = OutputRate / 50 // 480 samples of reply audio per 20 ms
 	eventsCap = 256
+	// statsEvery: how often a call adds pion's RTP stats to the metrics (and once at its end).
+	statsEvery = 5 * time.Second
 )
 
 // Handlers are a call's owner callbacks; any may be nil.
@@ -44,6 +46,7 @@ type Handlers struct {
 // Call is one answered peer connection.
 type Call struct {
 	cfg   Config
+	m     *metrics
 	h     Handlers
 	pc    *webrtc.PeerConnection
 	track *webrtc.TrackLocalStaticSample
@@ -70,7 +73,7 @@ type Call struct {
 	space   chan struct{} // signalled when pending shrinks
 }
 
-func newCall(cfg Config, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
+func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
 	if h.InputRate == 0 {
 		h.InputRate = 16000
 	}
@@ -86,7 +89,7 @@ func newCall(cfg Config, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Call{
-		cfg: cfg, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel,
+		cfg: cfg, m: m, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), connected: make(chan struct{}), failed: make(chan struct{}),
 		dcOpen: make(chan struct{}), events: make(chan []byte, eventsCap), space: make(chan struct{}, 1),
 	}
@@ -168,11 +171,22 @@ func (c *Call) supervise() {
 	var why error
 	select {
 	case <-c.connected:
-		select {
-		case <-c.failed:
-			why = ErrICEFailed
-		case <-c.ctx.Done():
+		seen := map[webrtc.SSRC]inboundSeen{}
+		stats := time.NewTicker(statsEvery)
+		defer stats.Stop()
+	connected:
+		for {
+			select {
+			case <-stats.C:
+				c.sampleStats(seen)
+				continue
+			case <-c.failed:
+				why = ErrICEFailed
+			case <-c.ctx.Done():
+			}
+			break connected
 		}
+		c.sampleStats(seen)
 	case <-c.failed:
 		why = ErrICEFailed
 	case <-timer.C:
@@ -254,16 +268,20 @@ func (c *Call) decode(dec *opus.Decoder, rs *audio.Resampler, steps []frameStep)
 		var err error
 		switch {
 		case f.silence > 0:
+			c.m.silence(f.silence)
 			c.silence(rs, f.silence)
 			continue
 		case f.lost && f.fec != nil:
+			c.m.concealed.WithLabelValues("fec").Inc()
 			pcm, err = dec.DecodeFEC(f.fec)
 		case f.lost:
+			c.m.concealed.WithLabelValues("plc").Inc()
 			pcm, err = dec.Decode(nil)
 		case len(f.payload) == 0:
 			continue
 		default:
 			if pcm, err = dec.Decode(f.payload); err != nil {
+				c.m.concealed.WithLabelValues("plc").Inc()
 				pcm, err = dec.Decode(nil) // a bad packet is concealed as a lost one
 			}
 		}

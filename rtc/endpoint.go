@@ -48,16 +48,17 @@ func (c Config) withDefaults() Config {
 
 // Endpoint answers SDP offers with calls; it owns the shared muxes.
 type Endpoint struct {
-	cfg    Config
-	api    *webrtc.API
-	closer []func() error
+	cfg     Config
+	metrics *metrics
+	api     *webrtc.API
+	closer  []func() error
 }
 
 // NewEndpoint builds the pion API: Opus, default interceptors (NACK, RTCP reports), and a
 // SettingEngine from cfg.
 func NewEndpoint(cfg Config) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
-	e := &Endpoint{cfg: cfg}
+	e := &Endpoint{cfg: cfg, metrics: newMetrics()}
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterCodec(webrtc.RTPCodecParameters{
 		RTPCodecCapability: opusCapability, PayloadType: 111,
@@ -136,7 +137,7 @@ func (e *Endpoint) Answer(ctx context.Context, offer string, h Handlers) (string
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := newCall(e.cfg, pc, h)
+	c, err := newCall(e.cfg, e.metrics, pc, h)
 	if err != nil {
 		pc.Close()
 		return "", nil, err

@@ -171,7 +171,7 @@ func TestInboundTimestampGaps(t *testing.T) {
 
 // rtpCall answers a pion client whose mic is an RTP track the test numbers itself (the sample
 // track numbers its packets in order); the owner hears 48 kHz, as the decoder gives it.
-func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, func()) {
+func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, *Endpoint, func()) {
 	t.Helper()
 	ep, err := NewEndpoint(Config{})
 	if err != nil {
@@ -198,7 +198,7 @@ func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, func()) {
 		t.Fatal(err)
 	}
 	<-cl.dcOpen
-	return mic, o, func() {
+	return mic, o, ep, func() {
 		call.Close()
 		cl.close()
 		ep.Close()
@@ -217,7 +217,7 @@ func (o *owner) heardSamples() int {
 func TestCallReleasesAfterLoss(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t)
 	defer done()
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {
@@ -263,7 +263,7 @@ func TestCallReleasesAfterLoss(t *testing.T) {
 func TestCallDTXKeepsTime(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t)
 	defer done()
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {
@@ -318,7 +318,7 @@ func TestCallDTXKeepsTime(t *testing.T) {
 func TestCallLossAndReorder(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t)
 	defer done()
 
 	// 4.8 s of speech (all of the recording) as 240 Opus packets (FEC on, as a browser sends with useinbandfec=1).
