@@ -186,7 +186,11 @@ func (c *Call) supervise() {
 			}
 			break connected
 		}
-		c.sampleStats(seen)
+		if why == nil {
+			// The last sample, unless ICE failed: pion then closes the pc itself, and its
+			// GetStats races with that close (seen by -race in TestCallPeerVanishes).
+			c.sampleStats(seen)
+		}
 	case <-c.failed:
 		why = ErrICEFailed
 	case <-timer.C:
