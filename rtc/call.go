@@ -2,7 +2,9 @@ package rtc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -20,6 +22,8 @@ const (
 	frame     = 20 * time.Millisecond
 	outFrame  = OutputRate / 50 // 480 samples of reply audio per 20 ms
 	eventsCap = 256
+	// statsEvery: how often a call adds pion's RTP stats to the metrics (and once at its end).
+	statsEvery = 5 * time.Second
 )
 
 // Handlers are a call's owner callbacks; any may be nil.
@@ -42,6 +46,7 @@ type Handlers struct {
 // Call is one answered peer connection.
 type Call struct {
 	cfg   Config
+	m     *metrics
 	h     Handlers
 	pc    *webrtc.PeerConnection
 	track *webrtc.TrackLocalStaticSample
@@ -68,7 +73,7 @@ type Call struct {
 	space   chan struct{} // signalled when pending shrinks
 }
 
-func newCall(cfg Config, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
+func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
 	if h.InputRate == 0 {
 		h.InputRate = 16000
 	}
@@ -84,7 +89,7 @@ func newCall(cfg Config, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Call{
-		cfg: cfg, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel,
+		cfg: cfg, m: m, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), connected: make(chan struct{}), failed: make(chan struct{}),
 		dcOpen: make(chan struct{}), events: make(chan []byte, eventsCap), space: make(chan struct{}, 1),
 	}
@@ -166,10 +171,25 @@ func (c *Call) supervise() {
 	var why error
 	select {
 	case <-c.connected:
-		select {
-		case <-c.failed:
-			why = ErrICEFailed
-		case <-c.ctx.Done():
+		seen := map[webrtc.SSRC]inboundSeen{}
+		stats := time.NewTicker(statsEvery)
+		defer stats.Stop()
+	connected:
+		for {
+			select {
+			case <-stats.C:
+				c.sampleStats(seen)
+				continue
+			case <-c.failed:
+				why = ErrICEFailed
+			case <-c.ctx.Done():
+			}
+			break connected
+		}
+		if why == nil {
+			// The last sample, unless ICE failed: pion then closes the pc itself, and its
+			// GetStats races with that close (seen by -race in TestCallPeerVanishes).
+			c.sampleStats(seen)
 		}
 	case <-c.failed:
 		why = ErrICEFailed
@@ -220,31 +240,73 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 		return
 	}
 	in := newInbound()
+	var armed time.Time // the read deadline set on t (zero: none)
 	for {
+		// Packets held behind a gap are released at their deadline even if the sender went
+		// quiet: the read returns a timeout then.
+		dl, _ := in.deadline()
+		if !dl.Equal(armed) {
+			if err := t.SetReadDeadline(dl); err != nil {
+				return
+			}
+			armed = dl
+		}
 		p, _, err := t.ReadRTP()
-		if err != nil {
+		var steps []frameStep
+		switch {
+		case err == nil:
+			steps = in.push(p, time.Now())
+		case isTimeout(err):
+			steps = in.expire(time.Now())
+		default:
 			return
 		}
-		for _, f := range in.push(p) {
-			var pcm []int16
-			switch {
-			case f.lost && f.fec != nil:
-				pcm, err = dec.DecodeFEC(f.fec)
-			case f.lost:
-				pcm, err = dec.Decode(nil)
-			case len(f.payload) == 0:
-				continue
-			default:
-				if pcm, err = dec.Decode(f.payload); err != nil {
-					pcm, err = dec.Decode(nil) // a bad packet is concealed as a lost one
-				}
-			}
-			if err != nil {
-				continue
-			}
-			c.deliver(rs, pcm)
-		}
+		c.decode(dec, rs, steps)
 	}
+}
+
+// decode turns the reader's steps into PCM for Handlers.Audio.
+func (c *Call) decode(dec *opus.Decoder, rs *audio.Resampler, steps []frameStep) {
+	for _, f := range steps {
+		var pcm []int16
+		var err error
+		switch {
+		case f.silence > 0:
+			c.m.silence(f.silence)
+			c.silence(rs, f.silence)
+			continue
+		case f.lost && f.fec != nil:
+			c.m.concealed.WithLabelValues("fec").Inc()
+			pcm, err = dec.DecodeFEC(f.fec)
+		case f.lost:
+			c.m.concealed.WithLabelValues("plc").Inc()
+			pcm, err = dec.Decode(nil)
+		case len(f.payload) == 0:
+			continue
+		default:
+			if pcm, err = dec.Decode(f.payload); err != nil {
+				c.m.concealed.WithLabelValues("plc").Inc()
+				pcm, err = dec.Decode(nil) // a bad packet is concealed as a lost one
+			}
+		}
+		if err != nil {
+			continue
+		}
+		c.deliver(rs, pcm)
+	}
+}
+
+// silence hands n samples (48 kHz) of silence on, a frame at a time.
+func (c *Call) silence(rs *audio.Resampler, n int) {
+	quiet := make([]int16, min(n, opus.FrameSamples))
+	for ; n > 0; n -= len(quiet) {
+		c.deliver(rs, quiet[:min(n, len(quiet))])
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (c *Call) deliver(rs *audio.Resampler, pcm []int16) {

@@ -1,8 +1,12 @@
 package rtc
 
 import (
+	"time"
+
 	"github.com/pion/interceptor/pkg/jitterbuffer"
 	"github.com/pion/rtp"
+
+	"github.com/voiced/voiced/speechcore/audio/opus"
 )
 
 // The mic track's loss policy (see inbound).
@@ -11,21 +15,33 @@ const (
 	// (60 ms at 20 ms packets); until then the packets after it wait for it. Nothing waits while
 	// packets arrive in order.
 	reorderWindow = 3
+	// holdMax bounds how long a packet waits behind a missing one when no later packets come
+	// (the sender stopped right after a loss: end of speech, DTX, a muted mic): the same 60 ms
+	// as reorderWindow's packets. Past it the gap is concealed and what was held is decoded.
+	holdMax = reorderWindow * frame
 	// maxConceal bounds the frames concealed for one gap (100 ms); past it the rest of the gap is
 	// skipped, as the sender paused or its clock jumped rather than lost that much audio.
 	maxConceal = 5
 	// maxAhead: a packet further ahead than this (1 s) restarts the sequence (what is held is
 	// decoded first); it also bounds what is held.
 	maxAhead = 50
+	// maxSilence bounds the silence put in for one jump of the RTP timestamp (1 s at 48 kHz).
+	// A DTX sender sends a packet at least every 400 ms of silence, so real gaps are far
+	// shorter; a longer jump is a sender that stopped (a track replaced or paused) or a bogus
+	// timestamp, and 1 s of silence already ends any turn the detector holds open (server_vad's
+	// default wait is 500 ms). It bounds the memory and the detector's work one packet can cause.
+	maxSilence = opus.SampleRate
 )
 
-// frameStep is one 20 ms frame for the decoder, in sequence order: a packet to decode, or a
-// frame lost, concealed from fec (the next packet, whose in-band FEC carries the lost frame)
-// or, when fec is nil, by libopus's PLC.
+// frameStep is one step for the decoder, in sequence order: a packet to decode; a frame lost,
+// concealed from fec (the next packet, whose in-band FEC carries the lost frame) or, when fec
+// is nil, by libopus's PLC; or silence samples (48 kHz) of sender time no packet covered (DTX,
+// a paused sender, the rest of a gap longer than maxConceal).
 type frameStep struct {
 	payload []byte
 	lost    bool
 	fec     []byte
+	silence int
 }
 
 // inbound puts the mic track's RTP packets back in sequence order and decides when a missing one
@@ -40,19 +56,34 @@ type inbound struct {
 	newest    uint16 // the highest sequence number held
 	held      int    // packets in jb
 	concealed int    // frames concealed in the current gap
+	// arrived is when each held packet came (zero: not held), by sequence number mod its size
+	// (what is held spans at most maxAhead+1 numbers).
+	arrived [64]time.Time
+
+	// The sender's clock: the RTP timestamp the next frame should carry; a packet whose
+	// timestamp is past it follows time no packet covered, put in as silence, so that the
+	// timeline the turn detector and the meter see stays real time.
+	tsKnown     bool
+	nextTS      uint32
+	lastSamples int       // the last frame's length (what PLC conceals)
+	origin      time.Time // when the first packet arrived
+	emitted     int64     // samples (48 kHz) of every step so far
+	// samples is a packet's length in samples at 48 kHz (opus.PacketSamples; tests stub it).
+	samples func(payload []byte) (int, error)
 }
 
 func newInbound() *inbound {
-	return &inbound{jb: jitterbuffer.New(jitterbuffer.WithMinimumPacketCount(1))}
+	return &inbound{jb: jitterbuffer.New(jitterbuffer.WithMinimumPacketCount(1)),
+		lastSamples: opus.FrameSamples, samples: opus.PacketSamples}
 }
 
 // ahead is how far sequence number a is past b (negative: behind), across the 16-bit wrap.
 func ahead(a, b uint16) int { return int(int16(a - b)) }
 
-// push takes one packet and returns the frames now ready, in order.
-func (in *inbound) push(p *rtp.Packet) []frameStep {
+// push takes one packet, arrived at now, and returns the frames now ready, in order.
+func (in *inbound) push(p *rtp.Packet, now time.Time) []frameStep {
 	if !in.started {
-		in.started, in.head, in.newest = true, p.SequenceNumber, p.SequenceNumber
+		in.started, in.head, in.newest, in.origin = true, p.SequenceNumber, p.SequenceNumber, now
 	}
 	d := ahead(p.SequenceNumber, in.head)
 	if d < 0 {
@@ -68,19 +99,79 @@ func (in *inbound) push(p *rtp.Packet) []frameStep {
 	}
 	in.jb.Push(p)
 	in.held++
+	in.arrived[p.SequenceNumber%uint16(len(in.arrived))] = now
 	if ahead(p.SequenceNumber, in.newest) > 0 {
 		in.newest = p.SequenceNumber
 	}
+	return in.release(steps, now)
+}
+
+// expire releases what waited holdMax behind a gap by now, with no packet arriving: the gap is
+// concealed. The reader calls it at deadline.
+func (in *inbound) expire(now time.Time) []frameStep {
+	return in.release(nil, now)
+}
+
+// deadline is when the packets held behind a gap are released if none arrives (zero, ok false:
+// nothing is held).
+func (in *inbound) deadline() (at time.Time, ok bool) {
+	for _, t := range in.arrived {
+		if !t.IsZero() && (!ok || t.Before(at)) {
+			at, ok = t, true
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return at.Add(holdMax), true
+}
+
+func (in *inbound) pop(seq uint16) (*rtp.Packet, time.Time, bool) {
+	pkt, err := in.jb.PeekAtSequence(seq)
+	if err != nil {
+		return nil, time.Time{}, false
+	}
+	in.jb.PopAtSequence(seq)
+	in.held--
+	slot := &in.arrived[seq%uint16(len(in.arrived))]
+	arrived := *slot
+	*slot = time.Time{}
+	return pkt, arrived, true
+}
+
+// decoded is the step for pkt, after silence for any time its timestamp skipped. The silence is
+// bounded by maxSilence and by the wall clock: what has been heard never runs more than holdMax
+// ahead of the time since the first packet arrived, so a bogus timestamp cannot speed the
+// timeline up.
+func (in *inbound) decoded(steps []frameStep, pkt *rtp.Packet, arrived time.Time) []frameStep {
+	if jump := int64(int32(pkt.Timestamp - in.nextTS)); in.tsKnown && jump > 0 {
+		wall := int64((arrived.Sub(in.origin) + holdMax) / (time.Second / opus.SampleRate))
+		if n := min(jump, maxSilence, wall-in.emitted); n > 0 {
+			steps = append(steps, frameStep{silence: int(n)})
+			in.emitted += n
+		}
+	}
+	n, err := in.samples(pkt.Payload)
+	if err != nil {
+		n = in.lastSamples // decoded as a lost frame
+	}
+	in.lastSamples = n
+	in.tsKnown, in.nextTS = true, pkt.Timestamp+uint32(n)
+	in.emitted += int64(n)
+	return append(steps, frameStep{payload: pkt.Payload})
+}
+
+// release decodes the head while it is there; a missing head is lost once reorderWindow later
+// packets arrived or the oldest packet held waited holdMax.
+func (in *inbound) release(steps []frameStep, now time.Time) []frameStep {
 	for in.held > 0 {
-		if pkt, err := in.jb.PeekAtSequence(in.head); err == nil {
-			in.jb.PopAtSequence(in.head)
-			in.held--
+		if pkt, arrived, ok := in.pop(in.head); ok {
 			in.head++
 			in.concealed = 0
-			steps = append(steps, frameStep{payload: pkt.Payload})
+			steps = in.decoded(steps, pkt, arrived)
 			continue
 		}
-		if ahead(in.newest, in.head) < reorderWindow {
+		if dl, _ := in.deadline(); ahead(in.newest, in.head) < reorderWindow && now.Before(dl) {
 			break // the head may still come
 		}
 		// The head is lost.
@@ -91,22 +182,27 @@ func (in *inbound) push(p *rtp.Packet) []frameStep {
 			}
 			steps = append(steps, step)
 			in.concealed++
+			in.nextTS += uint32(in.lastSamples)
+			in.emitted += int64(in.lastSamples)
 		}
 		in.head++
 	}
 	return steps
 }
 
-// flush returns every packet held, in order, without concealing the gaps between them.
+// flush returns every packet held, in order, without concealing the gaps between them; the
+// sequence restarts, and with it the sender's clock.
 func (in *inbound) flush() []frameStep {
 	var steps []frameStep
 	for ; in.held > 0; in.head++ {
-		if pkt, err := in.jb.PeekAtSequence(in.head); err == nil {
-			in.jb.PopAtSequence(in.head)
-			in.held--
+		if pkt, _, ok := in.pop(in.head); ok {
 			steps = append(steps, frameStep{payload: pkt.Payload})
+			if n, err := in.samples(pkt.Payload); err == nil {
+				in.emitted += int64(n)
+			}
 		}
 	}
 	in.concealed = 0
+	in.tsKnown = false
 	return steps
 }

@@ -21,6 +21,8 @@ func describe(steps []frameStep) string {
 	var out []string
 	for _, s := range steps {
 		switch {
+		case s.silence > 0:
+			out = append(out, fmt.Sprint("sil", s.silence))
 		case s.lost && s.fec != nil:
 			out = append(out, "fec"+string(s.fec))
 		case s.lost:
@@ -52,12 +54,13 @@ func TestInboundOrder(t *testing.T) {
 		"waits for the window":   {[]uint16{1, 3, 4}, "1"},
 		"first packet not first": {[]uint16{5, 4, 6}, "5 6"},
 	}
+	t0 := time.Unix(1000, 0) // every packet arrives at once: only the window releases them
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			in := newInbound()
 			var steps []frameStep
 			for _, seq := range tc.arrive {
-				steps = append(steps, in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: seq}, Payload: []byte(fmt.Sprint(seq))})...)
+				steps = append(steps, in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: seq}, Payload: []byte(fmt.Sprint(seq))}, t0)...)
 			}
 			if got := describe(steps); got != tc.want {
 				t.Errorf("arrivals %v: decoded %q, want %q", tc.arrive, got, tc.want)
@@ -69,28 +72,117 @@ func TestInboundOrder(t *testing.T) {
 	}
 }
 
-// TestCallLossAndReorder: a peer's packets arrive reordered, one lost alone and three lost in a
-// row; the call hears exactly the frames sent (no frame missing or extra), and the audio is what
-// libopus gives for that stream decoded in order with the lone loss recovered from the next
-// packet's in-band FEC and the burst concealed (PLC, then FEC for its last frame), sample for
-// sample.
-func TestCallLossAndReorder(t *testing.T) {
-	leakCheck(t)
-	speech := speech16k(t)
+// TestInboundReleasedOnTime: packets held behind a gap come out holdMax after the oldest of them
+// arrived when no later packet comes (the sender stopped right after a loss), on a fake clock.
+// Events: "5@80" packet 5 arrives at 80 ms; "@120" the reader's deadline fires at 120 ms.
+func TestInboundReleasedOnTime(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := map[string]struct {
+		events []string
+		want   []string // released by each event
+	}{
+		"one lost, then quiet": {
+			events: []string{"1@0", "2@20", "4@60", "5@80", "@119", "@120"},
+			want:   []string{"1", "2", "", "", "", "fec4 4 5"},
+		},
+		"two gaps, each waits its own": {
+			events: []string{"1@0", "3@40", "@100", "5@110", "@169", "@170"},
+			want:   []string{"1", "", "fec3 3", "", "", "fec5 5"},
+		},
+		"a burst, then quiet: PLC, FEC": {
+			events: []string{"1@0", "4@60", "@120"},
+			want:   []string{"1", "", "plc fec4 4"},
+		},
+		"the last packet lost: nothing held, nothing waits": {
+			events: []string{"1@0", "2@20"},
+			want:   []string{"1", "2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := newInbound()
+			var got []string
+			for _, ev := range tc.events {
+				seq, ms, _ := strings.Cut(ev, "@")
+				var n int
+				fmt.Sscan(ms, &n)
+				now := t0.Add(time.Duration(n) * time.Millisecond)
+				if seq == "" {
+					dl, _ := in.deadline()
+					released := describe(in.expire(now))
+					if now.Before(dl) && released != "" {
+						t.Errorf("%s, before the deadline (%v): released %q", ev, dl.Sub(t0), released)
+					}
+					got = append(got, released)
+					continue
+				}
+				var s uint16
+				fmt.Sscan(seq, &s)
+				got = append(got, describe(in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: s}, Payload: []byte(seq)}, now)))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("released %q, want %q", got, tc.want)
+			}
+			if _, ok := in.deadline(); ok || in.held != 0 {
+				t.Errorf("still holds %d packets", in.held)
+			}
+		})
+	}
+}
+
+// TestInboundTimestampGaps: time the sender's RTP clock skipped (DTX, a pause, the rest of a long
+// loss) is heard as silence, bounded by the wall clock and by maxSilence, on a fake clock.
+// Events: "seq@ms/ts" packet seq arrives at ms with RTP timestamp ts in frames (960 samples).
+func TestInboundTimestampGaps(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := map[string]struct {
+		events []string
+		want   string
+	}{
+		"in time: no silence":              {[]string{"1@0/0", "2@20/1", "3@40/2"}, "1 2 3"},
+		"DTX, 400 ms":                      {[]string{"1@0/0", "2@20/1", "3@440/22", "4@460/23"}, "1 2 sil19200 3 4"},
+		"a long loss: PLC, then silence":   {[]string{"1@0/0", "12@220/11", "13@240/12", "14@260/13"}, "1 plc plc plc plc plc sil4800 12 13 14"},
+		"a lone loss: no silence":          {[]string{"1@0/0", "3@40/2", "4@60/3", "5@80/4"}, "1 fec3 3 4 5"},
+		"a stop of 5 s: 1 s":               {[]string{"1@0/0", "2@5000/250"}, "1 sil48000 2"},
+		"a bogus 10 min jump: wall clock":  {[]string{"1@0/0", "2@20/30000"}, "1 sil2880 2"},
+		"timestamp backwards: no silence":  {[]string{"1@0/100", "2@20/0", "3@40/1"}, "1 2 3"},
+		"a sequence restart forgets clock": {[]string{"1@0/0", "200@20/900000", "201@40/900001"}, "1 200 201"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := newInbound()
+			in.samples = func([]byte) (int, error) { return opus.FrameSamples, nil }
+			var steps []frameStep
+			for _, ev := range tc.events {
+				var seq uint16
+				var ms, ts int
+				if _, err := fmt.Sscanf(ev, "%d@%d/%d", &seq, &ms, &ts); err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, in.push(&rtp.Packet{Header: rtp.Header{SequenceNumber: seq, Timestamp: uint32(ts * opus.FrameSamples)},
+					Payload: []byte(fmt.Sprint(seq))}, t0.Add(time.Duration(ms)*time.Millisecond))...)
+			}
+			if got := describe(steps); got != tc.want {
+				t.Errorf("%v: %q, want %q", tc.events, got, tc.want)
+			}
+		})
+	}
+}
+
+// rtpCall answers a pion client whose mic is an RTP track the test numbers itself (the sample
+// track numbers its packets in order); the owner hears 48 kHz, as the decoder gives it.
+func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, *Endpoint, func()) {
+	t.Helper()
 	ep, err := NewEndpoint(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ep.Close()
 	cl := newClient(t)
-	defer cl.close()
-	// An RTP track the test numbers itself (the sample track numbers its packets in order).
 	mic, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "mic-rtp", "client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	senders := cl.pc.GetSenders()
-	if err := senders[0].ReplaceTrack(mic); err != nil {
+	if err := cl.pc.GetSenders()[0].ReplaceTrack(mic); err != nil {
 		t.Fatal(err)
 	}
 	o := newOwner()
@@ -102,11 +194,132 @@ func TestCallLossAndReorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer call.Close()
 	if err := cl.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
 		t.Fatal(err)
 	}
 	<-cl.dcOpen
+	return mic, o, ep, func() {
+		call.Close()
+		cl.close()
+		ep.Close()
+	}
+}
+
+// heardSamples is how much audio the owner has heard.
+func (o *owner) heardSamples() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.audio)
+}
+
+// TestCallReleasesAfterLoss: the second-to-last packet is lost and the sender stops: the call
+// still hears every frame (the lost one concealed), soon after the last packet.
+func TestCallReleasesAfterLoss(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, _, done := rtpCall(t)
+	defer done()
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	const frames = 25
+	pcm := audio.Float32ToInt16(audio.Resample(speech[:frames*320], 16000, opus.SampleRate))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var sentLast time.Time
+	for i := range frames {
+		p, err := enc.Encode(pcm[i*opus.FrameSamples : (i+1)*opus.FrameSamples])
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-tick.C
+		if i == frames-2 {
+			continue // lost
+		}
+		if err := mic.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 111, SequenceNumber: uint16(100 + i),
+			Timestamp: uint32(i * opus.FrameSamples), SSRC: 1}, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+		sentLast = time.Now()
+	}
+	want := frames * opus.FrameSamples
+	waitFor(t, func() bool { return o.heardSamples() >= want })
+	took := time.Since(sentLast)
+	t.Logf("the frames behind the loss were heard %v after the last packet was sent (bound %v + the network)", took, holdMax)
+	if got := o.heardSamples(); got != want {
+		t.Fatalf("heard %d samples, want %d (%d frames)", got, want, frames)
+	}
+	// Generous: the bound is holdMax; a loaded 2-core box adds scheduling, never seconds.
+	if took > time.Second {
+		t.Fatalf("released %v after the last packet, want about %v", took, holdMax)
+	}
+}
+
+// TestCallDTXKeepsTime: a sender stops sending for 400 ms (Opus DTX in a pause: the sequence
+// goes on, the RTP timestamp jumps) between two seconds of speech: the call hears the pause as
+// 400 ms of silence, so exactly the sender's duration comes out.
+func TestCallDTXKeepsTime(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, _, done := rtpCall(t)
+	defer done()
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	const talk, pause = 50, 20 // frames: 1 s of speech, 400 ms of DTX, 1 s of speech
+	pcm := audio.Float32ToInt16(audio.Resample(speech[:2*talk*320], 16000, opus.SampleRate))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	seq := uint16(7)
+	for i := range 2*talk + pause {
+		<-tick.C
+		if i >= talk && i < talk+pause {
+			continue // DTX: nothing sent, the sender's clock runs on
+		}
+		k := i
+		if i >= talk {
+			k = i - pause
+		}
+		p, err := enc.Encode(pcm[k*opus.FrameSamples : (k+1)*opus.FrameSamples])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mic.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 111, SequenceNumber: seq,
+			Timestamp: uint32(5000 + i*opus.FrameSamples), SSRC: 1}, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+	}
+	want := (2*talk + pause) * opus.FrameSamples
+	waitFor(t, func() bool { return o.heardSamples() >= want })
+	o.mu.Lock()
+	heard := append([]float32(nil), o.audio...)
+	o.mu.Unlock()
+	t.Logf("sent %d packets over %d frames of sender time: heard %d samples (%d ms), want %d", 2*talk, 2*talk+pause, len(heard), len(heard)/48, want)
+	if len(heard) != want {
+		t.Fatalf("heard %d samples, want %d: the pause of %d ms is not kept", len(heard), want, pause*20)
+	}
+	for i := talk * opus.FrameSamples; i < (talk+pause)*opus.FrameSamples; i++ {
+		if heard[i] != 0 {
+			t.Fatalf("sample %d, in the pause, is %v: want silence", i, heard[i])
+		}
+	}
+}
+
+// TestCallLossAndReorder: a peer's packets arrive reordered, one lost alone and three lost in a
+// row; the call hears exactly the frames sent (no frame missing or extra), and the audio is what
+// libopus gives for that stream decoded in order with the lone loss recovered from the next
+// packet's in-band FEC and the burst concealed (PLC, then FEC for its last frame), sample for
+// sample.
+func TestCallLossAndReorder(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, _, done := rtpCall(t)
+	defer done()
 
 	// 4.8 s of speech (all of the recording) as 240 Opus packets (FEC on, as a browser sends with useinbandfec=1).
 	enc, err := opus.NewEncoder(32000)

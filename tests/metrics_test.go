@@ -111,7 +111,8 @@ func TestMetricsMove(t *testing.T) {
 			t.Errorf("%s = %v, want > 0", series, got[series])
 		}
 	}
-	for _, series := range []string{"voiced_whisper_queue_depth", "voiced_kokoro_permit_waiters"} {
+	for _, series := range []string{"voiced_whisper_queue_depth", "voiced_kokoro_permit_waiters",
+		"voiced_webrtc_inbound_packets_total", "voiced_webrtc_inbound_packets_lost_total", "voiced_webrtc_inbound_gap_seconds_total"} {
 		if _, ok := got[series]; !ok {
 			t.Errorf("no %s on /metrics", series)
 		}

@@ -88,6 +88,7 @@ func init() {
 				if endpoint, err = rtc.NewEndpoint(cfg); err != nil {
 					return fmt.Errorf("webrtc: %w", err)
 				}
+				app.Metrics.MustRegister(endpoint.Collectors()...)
 				signal = &rtc.Signal{Sessions: app.Conversations, Endpoint: endpoint, Log: app.Log.With("component", "webrtc"), Peers: app.CallPeers}
 				app.HandleBrowser("POST /v1/realtime/calls", http.HandlerFunc(signal.ServeCalls))
 				app.HandlePublic("POST /v1/realtime", http.HandlerFunc(signal.ServeBeta))

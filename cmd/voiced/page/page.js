@@ -21,6 +21,7 @@
     callId: null, // WebRTC: the call id from the answer's Location
     inbound: null, // WebRTC: the remote track's inbound-rtp {bytes, packets, energy, seconds} (getStats)
     bufferCleared: [], // WebRTC: ms from speech_started to output_audio_buffer.cleared (barge-in)
+    audioStopped: [], // WebRTC: ms from a barge-in's speech_started to the reply's sound gone (getStats)
     sessionId: null,
     events: {}, // server event type → count
     sentAppends: 0,
@@ -40,6 +41,9 @@
   let dc = null; // its "oai-events" data channel
   let statsTimer = 0;
   let speechAt = 0; // performance.now() of the last speech_started
+  let replyOnTrack = false; // WebRTC: between output_audio_buffer.started and .stopped/.cleared
+  let replyRate = 0; // WebRTC: the reply's sound, totalAudioEnergy per second while it played
+  let lastInbound = null; // {at, energy}: countInbound's previous reading
   let ctx = null; // the AudioContext: microphone in, speaker out
   let mic = null; // MediaStream
   let capture = null; // AudioWorkletNode
@@ -411,14 +415,54 @@
   async function countInbound(peer) {
     let report;
     try { report = await peer.getStats(); } catch (_) { return; }
+    const at = performance.now();
     report.forEach((s) => {
       if (s.type !== "inbound-rtp" || s.kind !== "audio") return;
+      const energy = s.totalAudioEnergy || 0;
+      if (replyOnTrack && lastInbound && energy > lastInbound.energy) {
+        replyRate = (energy - lastInbound.energy) / ((at - lastInbound.at) / 1000);
+      }
+      lastInbound = { at, energy };
       state.inbound = {
         bytes: s.bytesReceived || 0, packets: s.packetsReceived || 0,
         energy: s.totalAudioEnergy || 0, seconds: s.totalSamplesDuration || 0,
       };
       $("received").textContent = (s.packetsReceived || 0) + " packets";
     });
+  }
+
+  // watchCut measures a barge-in on the received track: from speech_started (at) to the first
+  // moment the remote track's decoded sound (totalAudioEnergy, read every 20 ms) stays below 5%
+  // of the reply's rate for QUIET_MS — what the listener hears stop, jitter buffer included.
+  const CUT_POLL_MS = 20;
+  const QUIET_MS = 300;
+  async function watchCut(peer, at) {
+    const rate = replyRate;
+    let prev = null;
+    let quietFrom = 0;
+    while (peer === pc && performance.now() - at < 5000) {
+      let energy = null;
+      try {
+        (await peer.getStats()).forEach((s) => {
+          if (s.type === "inbound-rtp" && s.kind === "audio") energy = s.totalAudioEnergy || 0;
+        });
+      } catch (_) { return; }
+      const now = performance.now();
+      if (energy !== null && prev) {
+        const r = (energy - prev.energy) / ((now - prev.at) / 1000);
+        if (r < 0.05 * rate) {
+          if (!quietFrom) quietFrom = prev.at;
+          if (now - quietFrom >= QUIET_MS) {
+            state.audioStopped.push(Math.round(quietFrom - at));
+            return;
+          }
+        } else {
+          quietFrom = 0;
+        }
+      }
+      if (energy !== null) prev = { at: now, energy };
+      await new Promise((ok) => setTimeout(ok, CUT_POLL_MS));
+    }
   }
 
   function handle(ev) {
@@ -437,6 +481,7 @@
       }
       case "input_audio_buffer.speech_started":
         speechAt = now;
+        if (replyOnTrack && replyRate > 0 && pc) watchCut(pc, now);
         state.speech.push({ item_id: ev.item_id, start_ms: ev.audio_start_ms, end_ms: null });
         if (player && player.playing()) bargeIn();
         line(ev.item_id, "user");
@@ -497,9 +542,14 @@
         break;
       }
       case "output_audio_buffer.started": // WebRTC: the reply starts on the track
+        replyOnTrack = true;
         if (turn) figure("stopToAudio", now - turn.stoppedAt);
         break;
+      case "output_audio_buffer.stopped":
+        replyOnTrack = false;
+        break;
       case "output_audio_buffer.cleared": // WebRTC: a barge-in cut the reply on the server
+        replyOnTrack = false;
         if (speechAt) state.bufferCleared.push(Math.round(now - speechAt));
         break;
       case "response.done": {

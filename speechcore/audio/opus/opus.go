@@ -177,6 +177,19 @@ func (d *Decoder) decode(packet []byte, fec bool) ([]int16, error) {
 	return d.buf[:n], nil
 }
 
+// PacketSamples is how many samples (at 48 kHz) packet carries, read from its TOC by libopus
+// (a 20 ms packet: 960); ErrBadPacket if it is not valid Opus.
+func PacketSamples(packet []byte) (int, error) {
+	if len(packet) == 0 {
+		return 0, ErrEmptyPacket
+	}
+	n := C.opus_packet_get_nb_samples((*C.uchar)(unsafe.Pointer(&packet[0])), C.opus_int32(len(packet)), SampleRate)
+	if n < 0 {
+		return 0, libErr("packet_get_nb_samples", n)
+	}
+	return int(n), nil
+}
+
 // Close frees the decoder; safe to call twice.
 func (d *Decoder) Close() {
 	if d.st != nil {
