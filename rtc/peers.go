@@ -1,10 +1,7 @@
 package rtc
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"strings"
 
 	"github.com/voiced/voiced/door"
 )
@@ -26,28 +23,17 @@ type Peers interface {
 const ForwardedHeader = "X-Voiced-Forwarded-By"
 
 // newCallID is a fresh call id: rtc_<node>.<hex> when the signal has Peers (so any node can find
-// the owner), rtc_<hex> otherwise. Both are URL-safe as they are (a path segment, a query value).
+// the owner), rtc_<hex> otherwise.
 func (s *Signal) newCallID() string {
-	var b [12]byte
-	rand.Read(b[:])
+	node := ""
 	if s.Peers != nil {
-		return "rtc_" + s.Peers.NodeID() + "." + hex.EncodeToString(b[:])
+		node = s.Peers.NodeID()
 	}
-	return "rtc_" + hex.EncodeToString(b[:])
+	return door.NewID("rtc_", node, 12)
 }
 
 // callOwner is the node named in a call id ("" when it names none).
-func callOwner(id string) string {
-	rest, ok := strings.CutPrefix(id, "rtc_")
-	if !ok {
-		return ""
-	}
-	node, _, ok := strings.Cut(rest, ".")
-	if !ok {
-		return ""
-	}
-	return node
-}
+func callOwner(id string) string { return door.IDNode("rtc_", id) }
 
 // forwarded hands a request for another node's call to that node (Peers.Forward) and reports
 // whether it did. A request a peer already forwarded is never forwarded again: a node that is not

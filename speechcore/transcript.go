@@ -2,8 +2,6 @@ package speechcore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
@@ -382,26 +380,15 @@ func (d *TranscriptDoor) sweep() {
 // newID is a fresh transcript id: tr_<node>.<hex> when the service has Peers (so any node can
 // find the owner), tr_<hex> otherwise.
 func (d *TranscriptDoor) newID() string {
-	var b [16]byte
-	rand.Read(b[:])
+	node := ""
 	if p := d.svc.cfg.Peers; p != nil {
-		return "tr_" + p.NodeID() + "." + hex.EncodeToString(b[:])
+		node = p.NodeID()
 	}
-	return "tr_" + hex.EncodeToString(b[:])
+	return door.NewID("tr_", node, 16)
 }
 
 // ownerOf is the node named in a transcript id ("" when it names none).
-func ownerOf(id string) string {
-	rest, ok := strings.CutPrefix(id, "tr_")
-	if !ok {
-		return ""
-	}
-	node, _, ok := strings.Cut(rest, ".")
-	if !ok {
-		return ""
-	}
-	return node
-}
+func ownerOf(id string) string { return door.IDNode("tr_", id) }
 
 // forwarded hands a request for another node's transcript to that node (Peers.Forward) and
 // reports whether it did. A request a peer already forwarded is never forwarded again: a node
