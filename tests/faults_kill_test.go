@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -32,8 +33,24 @@ func audioSeconds(ev rtEvent) float64 {
 // on the restarted server) plus the reply audio the clients received up to the kill.
 func TestFaultsKill9UnderLoad(t *testing.T) {
 	checkLeaks(t)
+	kill9UnderLoad(t, nil)
+}
+
+// TestFaultsKill9UnderLoadPostgres is TestFaultsKill9UnderLoad on the Postgres meter store (one
+// write per reply delta and per append, each a transaction over TCP).
+func TestFaultsKill9UnderLoadPostgres(t *testing.T) {
+	checkLeaks(t)
+	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+	}
+	kill9UnderLoad(t, []string{"--meter-dsn", dsn})
+}
+
+// kill9UnderLoad runs the kill test on a server started with args (and restarted with them).
+func kill9UnderLoad(t *testing.T, args []string) {
 	const conversations = 3
-	s := startRealtime(t, serverOpts{})
+	s := startRealtime(t, serverOpts{Args: args})
 	speech := sileroSpeech(t, "samples.pcm")
 	users := make([]string, conversations)
 	conns := make([]*rtConn, conversations)
@@ -92,7 +109,7 @@ func TestFaultsKill9UnderLoad(t *testing.T) {
 		}
 	}
 
-	s2 := startRealtime(t, serverOpts{DataDir: s.DataDir})
+	s2 := startRealtime(t, serverOpts{DataDir: s.DataDir, Args: args})
 	// What the server hears of this speech, on the restarted server (another principal).
 	ref := s2.dialRealtime(t, s2.mintBeta(t, s2.jwt("ref-"+randHex(4), "")), true)
 	ref.until("session.created", nil)
