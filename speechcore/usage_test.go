@@ -129,7 +129,8 @@ func TestRawDoorsMeterSpoken(t *testing.T) {
 				samples += len(c.binary()) / 2
 			}
 			c.expect("utteranceComplete") // written after the audio: its Adds are in
-			c.conn.Close(websocket.StatusNormalClosure, "") // the door is done: its hold is released
+			// The door is done once the client closes: its hold is released.
+			c.conn.Close(websocket.StatusNormalClosure, "")
 			return samples
 		},
 		"speak stream": func(t *testing.T, s *speakingServer) int {
@@ -182,7 +183,8 @@ func TestRawDoorsMeterHeard(t *testing.T) {
 			c.sendAudio(pcm)
 			c.send(websocket.MessageText, []byte(`{"type":"end"}`))
 			c.until("delta", "final") // every frame was taken before its final was asked for
-			c.conn.Close(websocket.StatusNormalClosure, "") // the door is done: its hold is released
+			// The door is done once the client closes: its hold is released.
+			c.conn.Close(websocket.StatusNormalClosure, "")
 			frames := (len(pcm) + 319) / 320
 			return float64(len(pcm)) / audio.WhisperSampleRate, frames
 		},
