@@ -28,6 +28,12 @@ type Config struct {
 	// day keys (≈ 200 bytes each; the default 100 000 ≈ 20 MiB). Seconds for a new key past it are
 	// counted lost (reason "pending_full") and logged by principal; keys already kept keep adding.
 	MaxPendingKeys int
+	// QuotaStaleAfter bounds how old a principal's last read of the store may be for quota to be
+	// answered from it while the store cannot be read (default 15 min): that read, plus what this
+	// meter wrote and holds for the principal since. A principal with no such read today is
+	// refused by name (ErrStoreDown). 0 takes the default; a negative value never answers from a
+	// past read (quota fails closed while the store is away).
+	QuotaStaleAfter time.Duration
 }
 
 // Why seconds were lost (the reason label of voiced_meter_lost_seconds_total).
@@ -44,6 +50,14 @@ type key struct{ principal, org, door, day string }
 
 type counts struct{ heard, spoken float64 }
 
+// balance is what the store held for a principal on day when it was read at read, plus what this
+// meter has written for the principal since (quota answers from it while the store is away).
+type balance struct {
+	day    string
+	stored float64
+	read   time.Time
+}
+
 // Meter accumulates seconds in memory and writes them to its Store at every Flush (a turn's end)
 // and at least every FlushEvery, in one transaction per write. A write that fails keeps its
 // counts and is retried on the next tick: metering catches up when the store returns, and the
@@ -53,14 +67,16 @@ type Meter struct {
 	store Store
 
 	mu      sync.Mutex
-	pending map[key]counts // owned by mu: counts not yet in the store
-	failed  int            // owned by mu: consecutive failed writes
-	lastErr error          // owned by mu
-	closing bool           // owned by mu: Close began (it waits for holders)
-	closed  bool           // owned by mu: Close's final write began; Add counts seconds lost
-	holders int            // owned by mu: writers that hold the meter (Hold)
-	idle    chan struct{}  // owned by mu: closed when holders reach 0 while closing
-	unsent  *batch         // owned by mu, written under writeMu: the batch being written or to retry as is
+	pending map[key]counts     // owned by mu: counts not yet in the store
+	failed  int                // owned by mu: consecutive failed writes
+	lastErr error              // owned by mu
+	closing bool               // owned by mu: Close began (it waits for holders)
+	closed  bool               // owned by mu: Close's final write began; Add counts seconds lost
+	holders int                // owned by mu: writers that hold the meter (Hold)
+	idle    chan struct{}      // owned by mu: closed when holders reach 0 while closing
+	unsent  *batch             // owned by mu, written under writeMu: the batch being written or to retry as is
+	landed  uint64             // owned by mu: writes that landed (a read that saw none land in its course is exact)
+	known   map[string]balance // owned by mu: each principal's last read of the store, for quota while it is away
 
 	metrics *metrics
 
@@ -96,7 +112,10 @@ func New(store Store, cfg Config) *Meter {
 	if cfg.MaxPendingKeys <= 0 {
 		cfg.MaxPendingKeys = 100_000
 	}
-	m := &Meter{cfg: cfg, store: store, pending: map[key]counts{},
+	if cfg.QuotaStaleAfter == 0 {
+		cfg.QuotaStaleAfter = 15 * time.Minute
+	}
+	m := &Meter{cfg: cfg, store: store, pending: map[key]counts{}, known: map[string]balance{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	m.metrics = newMetrics(m)
 	go m.loop()
@@ -282,6 +301,13 @@ func (m *Meter) write(ctx context.Context, b *batch) error {
 		return err
 	}
 	m.unsent = nil
+	m.landed++
+	for k, c := range b.counts {
+		if kb, ok := m.known[k.principal]; ok && kb.day == k.day {
+			kb.stored += c.heard + c.spoken
+			m.known[k.principal] = kb
+		}
+	}
 	if m.failed > 0 {
 		m.cfg.Log.Info("meter caught up", "afterFailedWrites", m.failed)
 	}
@@ -290,19 +316,34 @@ func (m *Meter) write(ctx context.Context, b *batch) error {
 }
 
 // Used returns the seconds (heard+spoken) a principal has used today: what the store holds for
-// today plus what is pending here.
+// today plus what is pending here. While the store cannot be read, a read of this principal made
+// today within QuotaStaleAfter stands for it (plus what this meter wrote since); with none the
+// error wraps ErrStoreDown.
 func (m *Meter) Used(ctx context.Context, principal string) (float64, error) {
 	now := m.cfg.Now()
+	day := Day(now)
+	m.mu.Lock()
+	landed := m.landed
+	m.mu.Unlock()
 	rows, err := m.store.Usage(ctx, Filter{Principal: principal, From: now, To: now})
-	if err != nil {
-		return 0, err
-	}
 	total := 0.0
 	for _, r := range rows {
 		total += r.Heard + r.Spoken
 	}
-	day := Day(now)
 	m.mu.Lock()
+	switch kb, ok := m.known[principal]; {
+	case err == nil && m.landed == landed: // no write landed while it read: the figure is exact
+		m.remember(principal, balance{day: day, stored: total, read: now})
+	case err == nil:
+	case errors.Is(err, ErrStoreDown) && ok && kb.day == day && m.cfg.QuotaStaleAfter > 0 && now.Sub(kb.read) <= m.cfg.QuotaStaleAfter:
+		total = kb.stored
+	default:
+		m.mu.Unlock()
+		if errors.Is(err, ErrStoreDown) {
+			return 0, fmt.Errorf("%w: no balance of %s read in the last %s", err, principal, m.cfg.QuotaStaleAfter)
+		}
+		return 0, err
+	}
 	for _, kept := range []map[key]counts{m.pending, m.unsentCounts()} {
 		for k, c := range kept {
 			if k.principal == principal && k.day == day {
@@ -312,6 +353,22 @@ func (m *Meter) Used(ctx context.Context, principal string) (float64, error) {
 	}
 	m.mu.Unlock()
 	return total, nil
+}
+
+// remember keeps a principal's read; mu held. The reads kept are bounded by MaxPendingKeys: past
+// it, the ones too old to stand for the store are dropped, and if none is, this one is not kept.
+func (m *Meter) remember(principal string, b balance) {
+	if _, ok := m.known[principal]; !ok && len(m.known) >= m.cfg.MaxPendingKeys {
+		for p, kb := range m.known {
+			if kb.day != b.day || b.read.Sub(kb.read) > m.cfg.QuotaStaleAfter {
+				delete(m.known, p)
+			}
+		}
+		if len(m.known) >= m.cfg.MaxPendingKeys {
+			return
+		}
+	}
+	m.known[principal] = b
 }
 
 // unsentCounts is the kept batch's counts (nil when none); mu held.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -108,6 +109,80 @@ func (f *flaky) Add(ctx context.Context, recs []Record) error {
 		return errors.New("connection refused")
 	}
 	return f.Store.Add(ctx, recs)
+}
+
+// Usage refuses reads while down, as a Postgres that went away would.
+func (f *flaky) Usage(ctx context.Context, filter Filter) ([]Row, error) {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return nil, fmt.Errorf("%w: usage: connection refused", ErrStoreDown)
+	}
+	return f.Store.Usage(ctx, filter)
+}
+
+func (f *flaky) setDown(down bool) {
+	f.mu.Lock()
+	f.down = down
+	f.mu.Unlock()
+}
+
+// TestQuotaWhileStoreAway: while the store cannot be read, a principal whose balance was read
+// within QuotaStaleAfter today is answered from that read plus what this meter wrote and holds
+// since (it may go on, and is still refused at its quota); a principal never read, or read too
+// long ago, is refused by name (ErrStoreDown), not as over quota.
+func TestQuotaWhileStoreAway(t *testing.T) {
+	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
+	store := &flaky{Store: openSQLite(t)}
+	m := New(store, Config{FlushEvery: time.Hour, QuotaSecondsPerDay: 10, QuotaStaleAfter: 10 * time.Minute,
+		Now: func() time.Time { return now }})
+	ctx := context.Background()
+	defer func() { // bounded: a store left down would keep Close retrying
+		closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		store.setDown(false)
+		m.Close(closeCtx)
+	}()
+	m.Add("known", "", DoorConversation, 2, 0)
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := m.Remaining(ctx, "known"); err != nil || !near(left, 8) { // the balance is read: 2 used
+		t.Fatalf("Remaining = %v %v, want 8", left, err)
+	}
+	m.Add("known", "", DoorConversation, 1, 1) // written after the read: the meter adds what lands
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	store.setDown(true)
+	m.Add("known", "", DoorConversation, 1, 0) // pending while away
+	if left, err := m.Remaining(ctx, "known"); err != nil || !near(left, 5) {
+		t.Fatalf("Remaining while away = %v %v, want 5 (read 2 + written 2 + pending 1)", left, err)
+	}
+	if err := m.CheckQuota(ctx, "known"); err != nil {
+		t.Fatalf("CheckQuota of a known principal while away = %v, want nil", err)
+	}
+	m.Add("known", "", DoorConversation, 5, 0)
+	if err := m.CheckQuota(ctx, "known"); !errors.Is(err, ErrQuotaExceeded) {
+		t.Fatalf("CheckQuota at 10/10 while away = %v, want ErrQuotaExceeded", err)
+	}
+	if err := m.CheckQuota(ctx, "stranger"); !errors.Is(err, ErrStoreDown) || errors.Is(err, ErrQuotaExceeded) {
+		t.Fatalf("CheckQuota of a principal never read while away = %v, want ErrStoreDown", err)
+	}
+	now = now.Add(11 * time.Minute) // the read is now too old to stand for the store
+	if _, err := m.Remaining(ctx, "known"); !errors.Is(err, ErrStoreDown) {
+		t.Fatalf("Remaining with a stale read while away = %v, want ErrStoreDown", err)
+	}
+
+	store.setDown(false)
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := m.Remaining(ctx, "known"); err != nil || left != 0 {
+		t.Fatalf("Remaining after the store is back = %v %v, want 0 (10 used)", left, err)
+	}
 }
 
 func TestMeterKeepsCountsWhileStoreIsDown(t *testing.T) {

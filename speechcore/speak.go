@@ -117,6 +117,7 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		idle = DefaultSpeakIdle
 	}
 	defer d.svc.opened("speak")()
+	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &speakSession{
 		svc:      d.svc,
 		conn:     conn,

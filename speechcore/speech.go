@@ -140,6 +140,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	defer d.svc.opened("speech")()
+	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 
 	flusher, _ := w.(http.Flusher)
 	pieceStart := time.Now()

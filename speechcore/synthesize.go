@@ -336,6 +336,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
 	}
 	defer d.svc.opened("synthesize")()
+	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,

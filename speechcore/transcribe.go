@@ -101,6 +101,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	defer d.svc.opened("transcribe")()
+	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	cadence, segMax := d.PartialCadence, d.SegmentMax
 	if cadence <= 0 {
 		cadence = DefaultPartialCadence
@@ -329,9 +330,7 @@ func (s *transcribeSession) take(ctx context.Context, pcm []float32) bool {
 	if s.firstAudio.IsZero() && len(pcm) > 0 {
 		s.firstAudio = time.Now()
 	}
-	if s.heard != nil {
-		s.heard(float64(len(pcm)) / audio.WhisperSampleRate) // every frame taken goes before the decoder
-	}
+	taken := len(pcm)
 	var finals []sttJob
 	for len(pcm) > 0 {
 		room := s.segMaxSamples - len(s.seg)
@@ -351,6 +350,11 @@ func (s *transcribeSession) take(ctx context.Context, pcm []float32) bool {
 		partial = &j
 	}
 	s.mu.Unlock()
+	if s.heard != nil && taken > 0 {
+		// Every frame taken is metered before the decoder sees it, durably (it waits for the
+		// write: outside the lock, so the decoders are not held up by the store).
+		s.heard(float64(taken) / audio.WhisperSampleRate)
+	}
 	for _, j := range finals {
 		if !s.queueFinal(ctx, j) {
 			return false

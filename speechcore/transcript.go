@@ -201,6 +201,7 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 		door.WriteError(w, refusal)
 		return
 	}
+	defer d.svc.holdUsage()() // the meter's close waits for this push's seconds
 	body, err := io.ReadAll(io.LimitReader(r.Body, FrameLimit+1))
 	if err != nil {
 		door.WriteError(w, door.Refuse(ErrBadForm, "reading the body failed: "+err.Error()))

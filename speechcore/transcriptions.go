@@ -91,6 +91,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer d.svc.opened("transcriptions")()
+	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	var segments []verboseSegment
 	var texts []string
 	for start := 0; start < len(pcm); start += audio.WhisperSamples {

@@ -1,5 +1,10 @@
 package speechcore
 
+import (
+	"context"
+	"time"
+)
+
 // The raw doors meter under one principal: the service token is not a person. speechcore does
 // not import the meter (imports run one way); cmd/voiced hands the meter in as a UsageRecorder.
 const (
@@ -17,19 +22,58 @@ type UsageRecorder interface {
 	Add(principal, org, door string, heard, spoken float64)
 }
 
+// DurableUsage is a UsageRecorder that can make what it was told durable now and that waits for
+// its writers when it closes (*meter.Meter). With one, each raw door holds it for its lifetime
+// (a request, a socket) and syncs after every chunk it serves, as a conversation does: a kill -9
+// loses at most the chunk in flight, and a server stopping does not cut off a door's last seconds.
+type DurableUsage interface {
+	UsageRecorder
+	// Sync returns once what was added is durable; at once (an error) while the store is away.
+	Sync(ctx context.Context) error
+	// Hold registers a writer until release; the recorder's close waits for it (bounded).
+	Hold() (release func())
+}
+
+// usageSyncTimeout bounds one durable write a door waits for (the recorder keeps what it could
+// not write and retries it; the door does not wait longer).
+const usageSyncTimeout = 2 * time.Second
+
 // SetUsage hands the doors a recorder; nil (the default) meters nothing. Call it before Start.
 func (s *Service) SetUsage(u UsageRecorder) { s.usage = u }
 
-// heard records seconds of audio put in front of the decoder by a raw door.
+// holdUsage holds a durable recorder for a door's lifetime: defer s.holdUsage()().
+func (s *Service) holdUsage() (release func()) {
+	if d, ok := s.usage.(DurableUsage); ok {
+		return d.Hold()
+	}
+	return func() {}
+}
+
+// heard records seconds of audio put in front of the decoder by a raw door, durably.
 func (s *Service) heard(seconds float64) {
 	if s.usage != nil && seconds > 0 {
 		s.usage.Add(UsagePrincipal, "", UsageDoorTranscribe, seconds, 0)
+		s.syncUsage()
 	}
 }
 
-// spoken records seconds of audio a raw door sent.
+// spoken records seconds of audio a raw door sent, durably.
 func (s *Service) spoken(seconds float64) {
 	if s.usage != nil && seconds > 0 {
 		s.usage.Add(UsagePrincipal, "", UsageDoorSynthesize, 0, seconds)
+		s.syncUsage()
 	}
+}
+
+// syncUsage waits until what was added is durable, on its own bounded context: a client that
+// leaves mid-write must not cancel the write of what it was served. Failures are the recorder's
+// to log and retry.
+func (s *Service) syncUsage() {
+	d, ok := s.usage.(DurableUsage)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), usageSyncTimeout)
+	defer cancel()
+	_ = d.Sync(ctx)
 }

@@ -2,12 +2,14 @@ package speechcore
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"mime/multipart"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -15,10 +17,71 @@ import (
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 
-// usageRecorder is a fake meter: it keeps every Add.
+// usageRecorder is a fake durable meter: it keeps every Add, counts the Syncs and the holders,
+// and notes an Add made while no door held it.
 type usageRecorder struct {
-	mu    sync.Mutex
-	calls []usageCall
+	mu       sync.Mutex
+	calls    []usageCall
+	syncs    int           // Sync calls
+	holders  int           // doors holding it now
+	unheld   int           // Adds while no door held it
+	released chan struct{} // poked at each release
+}
+
+var _ DurableUsage = (*usageRecorder)(nil)
+
+func newUsageRecorder() *usageRecorder { return &usageRecorder{released: make(chan struct{}, 1)} }
+
+func (r *usageRecorder) Sync(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.syncs++
+	return nil
+}
+
+func (r *usageRecorder) Hold() (release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holders++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.holders--
+			r.mu.Unlock()
+			select {
+			case r.released <- struct{}{}:
+			default:
+			}
+		})
+	}
+}
+
+// checkDurable: every Add was made while a door held the recorder and was followed by a Sync
+// before the door answered; every hold is released once the door is done (within 10 s).
+func (r *usageRecorder) checkDurable(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	calls, syncs, unheld := len(r.calls), r.syncs, r.unheld
+	r.mu.Unlock()
+	if syncs != calls || unheld != 0 {
+		t.Errorf("%d Adds, %d Syncs, %d Adds while no door held the meter: want one Sync per Add, all held", calls, syncs, unheld)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		holders := r.holders
+		r.mu.Unlock()
+		if holders == 0 {
+			return
+		}
+		select {
+		case <-r.released:
+		case <-deadline:
+			t.Errorf("%d doors still hold the meter 10 s after they were done", holders)
+			return
+		}
+	}
 }
 
 type usageCall struct {
@@ -30,6 +93,9 @@ func (r *usageRecorder) Add(principal, org, door string, heard, spoken float64) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, usageCall{principal, org, door, heard, spoken})
+	if r.holders == 0 {
+		r.unheld++
+	}
 }
 
 // totals sums the calls; any call not under the service principal at door fails the test.
@@ -63,6 +129,8 @@ func TestRawDoorsMeterSpoken(t *testing.T) {
 				samples += len(c.binary()) / 2
 			}
 			c.expect("utteranceComplete") // written after the audio: its Adds are in
+			// The door is done once the client closes: its hold is released.
+			c.conn.Close(websocket.StatusNormalClosure, "")
 			return samples
 		},
 		"speak stream": func(t *testing.T, s *speakingServer) int {
@@ -73,6 +141,7 @@ func TestRawDoorsMeterSpoken(t *testing.T) {
 			c.expect("speaking")
 			pcm := c.binary()
 			c.expect("spoken")
+			c.conn.Close(websocket.StatusNormalClosure, "")
 			return len(pcm) / 2
 		},
 		"audio speech": func(t *testing.T, s *speakingServer) int {
@@ -86,7 +155,7 @@ func TestRawDoorsMeterSpoken(t *testing.T) {
 	}
 	for name, speak := range tests {
 		t.Run(name, func(t *testing.T) {
-			rec := &usageRecorder{}
+			rec := newUsageRecorder()
 			s := newSpeakingServer(t, Config{Usage: rec})
 			samples := speak(t, s)
 			heard, spoken, calls := rec.totals(t, UsageDoorSynthesize)
@@ -97,6 +166,7 @@ func TestRawDoorsMeterSpoken(t *testing.T) {
 			if calls == 0 {
 				t.Error("nothing metered")
 			}
+			rec.checkDurable(t)
 		})
 	}
 }
@@ -113,6 +183,8 @@ func TestRawDoorsMeterHeard(t *testing.T) {
 			c.sendAudio(pcm)
 			c.send(websocket.MessageText, []byte(`{"type":"end"}`))
 			c.until("delta", "final") // every frame was taken before its final was asked for
+			// The door is done once the client closes: its hold is released.
+			c.conn.Close(websocket.StatusNormalClosure, "")
 			frames := (len(pcm) + 319) / 320
 			return float64(len(pcm)) / audio.WhisperSampleRate, frames
 		},
@@ -161,7 +233,7 @@ func TestRawDoorsMeterHeard(t *testing.T) {
 	}
 	for name, hear := range tests {
 		t.Run(name, func(t *testing.T) {
-			rec := &usageRecorder{}
+			rec := newUsageRecorder()
 			h := newHearingServer(t, Config{Usage: rec})
 			want, minCalls := hear(t, h)
 			heard, spoken, calls := rec.totals(t, UsageDoorTranscribe)
@@ -171,6 +243,7 @@ func TestRawDoorsMeterHeard(t *testing.T) {
 			if calls < minCalls {
 				t.Errorf("%d Adds, want at least %d (metered as audio flows)", calls, minCalls)
 			}
+			rec.checkDurable(t)
 		})
 	}
 }

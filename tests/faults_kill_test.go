@@ -1,10 +1,20 @@
 package tests
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/audio"
 )
 
 // audioSeconds is the seconds of 24 kHz PCM16 reply audio an event carries (0 for other events).
@@ -23,8 +33,24 @@ func audioSeconds(ev rtEvent) float64 {
 // on the restarted server) plus the reply audio the clients received up to the kill.
 func TestFaultsKill9UnderLoad(t *testing.T) {
 	checkLeaks(t)
+	kill9UnderLoad(t, nil)
+}
+
+// TestFaultsKill9UnderLoadPostgres is TestFaultsKill9UnderLoad on the Postgres meter store (one
+// write per reply delta and per append, each a transaction over TCP).
+func TestFaultsKill9UnderLoadPostgres(t *testing.T) {
+	checkLeaks(t)
+	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+	}
+	kill9UnderLoad(t, []string{"--meter-dsn", dsn})
+}
+
+// kill9UnderLoad runs the kill test on a server started with args (and restarted with them).
+func kill9UnderLoad(t *testing.T, args []string) {
 	const conversations = 3
-	s := startRealtime(t, serverOpts{})
+	s := startRealtime(t, serverOpts{Args: args})
 	speech := sileroSpeech(t, "samples.pcm")
 	users := make([]string, conversations)
 	conns := make([]*rtConn, conversations)
@@ -83,7 +109,7 @@ func TestFaultsKill9UnderLoad(t *testing.T) {
 		}
 	}
 
-	s2 := startRealtime(t, serverOpts{DataDir: s.DataDir})
+	s2 := startRealtime(t, serverOpts{DataDir: s.DataDir, Args: args})
 	// What the server hears of this speech, on the restarted server (another principal).
 	ref := s2.dialRealtime(t, s2.mintBeta(t, s2.jwt("ref-"+randHex(4), "")), true)
 	ref.until("session.created", nil)
@@ -114,6 +140,131 @@ func TestFaultsKill9UnderLoad(t *testing.T) {
 		conversations, metered, served, metered-served)
 	if math.Abs(metered-served) > 1 {
 		t.Errorf("usage after kill -9: %.3f s, served %.3f s: off by %.3f s, want within 1 s", metered, served, metered-served)
+	}
+	s2.stop()
+}
+
+// TestFaultsKill9RawDoors: a /v1/transcribe stream (real speech, 100 ms frames at 4× real time)
+// and a /v1/speak/stream (one short sentence per piece, read as fast as it comes) run while the
+// process is SIGKILLed. After a restart on the same meter store, the service principal's usage is
+// within one chunk of what was served: spoken = the audio the client received ± the largest
+// frame (one piece); heard ≤ the audio sent and ≥ it less the frame in flight and what the
+// kernel still held (two frames at this pace).
+func TestFaultsKill9RawDoors(t *testing.T) {
+	checkLeaks(t)
+	s := startServer(t, serverOpts{})
+	speech := audio.Float32ToPCM16(audio.Resample(audio.Int16ToFloat32(sileroSpeech(t, "samples.pcm")), 24000, 16000))
+	const frameBytes = 3200 // 100 ms of 16 kHz PCM16
+
+	hear := s.dialWS(t, "/v1/transcribe")
+	if m := readJSON(t, hear, 30*time.Second); m["type"] != "ready" {
+		t.Fatalf("transcribe: first frame %v, want ready", m)
+	}
+	speak := s.dialWS(t, "/v1/speak/stream")
+	for _, want := range []string{"ready", "format"} {
+		if m := readJSON(t, speak, 30*time.Second); m["type"] != want {
+			t.Fatalf("speak: frame %v, want %s", m, want)
+		}
+	}
+	writeJSON := func(conn *websocket.Conn, v any) error {
+		b, _ := json.Marshal(v)
+		return conn.Write(ctxT(t, 10*time.Second), websocket.MessageText, b)
+	}
+	if err := writeJSON(speak, map[string]any{"type": "start", "split_chars": 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu             sync.Mutex
+		sent, received float64 // seconds the transcribe client wrote; the speak client read
+		largest        float64 // the largest speak frame read
+		readErr        error
+		wg             sync.WaitGroup
+		stopped        = make(chan struct{})
+	)
+	wg.Go(func() { // the microphone: 100 ms frames every 25 ms, the speech over and over
+		for at := 0; ; at = (at + frameBytes) % (len(speech) - frameBytes) {
+			select {
+			case <-stopped:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+			if err := hear.Write(context.Background(), websocket.MessageBinary, speech[at:at+frameBytes]); err != nil {
+				return // the server is gone
+			}
+			mu.Lock()
+			sent += 0.1
+			mu.Unlock()
+		}
+	})
+	// The speaker's text in one frame: 2000 short sentences, each its own piece. The server reads
+	// it whole (its queue of pieces fills, not the socket), so at the kill nothing of the client's
+	// is unread there: the kernel then delivers every frame voiced wrote (an unread byte would make
+	// the close a reset, dropping what was written and not yet read).
+	var text strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&text, "Number %d is here. ", i)
+	}
+	if err := writeJSON(speak, map[string]any{"type": "text", "text": text.String()}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { // the listener reads every frame as it comes
+		for {
+			typ, data, err := speak.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if typ == websocket.MessageBinary {
+				sec := float64(len(data)/2) / 24000
+				mu.Lock()
+				received += sec
+				largest = max(largest, sec)
+				mu.Unlock()
+				continue
+			}
+			var m map[string]any
+			if json.Unmarshal(data, &m) == nil && m["type"] == "error" {
+				mu.Lock()
+				readErr = fmt.Errorf("speak error frame: %s", data)
+				mu.Unlock()
+			}
+		}
+	})
+	// Kill once both streams are well under way.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		under := sent >= 3 && received >= 5
+		mu.Unlock()
+		if under {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(stopped)
+			hear.CloseNow()
+			speak.CloseNow()
+			wg.Wait()
+			t.Fatalf("the raw doors did not get under way in 60 s: sent %.1f s, received %.1f s", sent, received)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the clients' counters, not synchronising
+	}
+	s.kill9()
+	close(stopped)
+	wg.Wait() // every client sees the socket die: what it got before is served
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+
+	s2 := startServer(t, serverOpts{DataDir: s.DataDir})
+	heard, spoken := s2.usageOf(t, "service")
+	t.Logf("transcribe: %.3f s metered after kill -9 and restart, %.3f s sent; speak: %.3f s metered, %.3f s received (largest frame %.3f s)",
+		heard, sent, spoken, received, largest)
+	if heard > sent+1e-3 || heard < sent-0.2-1e-3 {
+		t.Errorf("transcribe after kill -9: %.3f s metered, %.3f s sent: want within [sent − 0.2 s, sent]", heard, sent)
+	}
+	if math.Abs(spoken-received) > largest+1e-3 {
+		t.Errorf("speak after kill -9: %.3f s metered, %.3f s received: off by %+.3f s, want within one frame (%.3f s)",
+			spoken, received, spoken-received, largest)
 	}
 	s2.stop()
 }

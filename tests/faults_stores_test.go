@@ -242,3 +242,43 @@ func TestFaultsRedisAway(t *testing.T) {
 	running.close()
 	s.stop()
 }
+
+// TestFaultsPostgresAwayQuota: with --quota-seconds-per-day, the Postgres meter store goes away.
+// A principal whose balance the meter read minutes ago still starts conversations (counted from
+// that balance plus what the meter holds); one it never read is refused by name, 503
+// meter_store_unavailable, not quota_exceeded; once the store is back both are admitted.
+func TestFaultsPostgresAwayQuota(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "quota-seconds-per-day")
+	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+	}
+	var link *storeLink
+	proxied := viaLink(t, dsn, func(target string) *storeLink { link = startStoreLink(t, target); return link })
+	s := startRealtime(t, serverOpts{Args: []string{"--meter-dsn", proxied, "--quota-seconds-per-day", "3600"}})
+	s.readyBecomes(t, http.StatusOK, "")
+	known, stranger := "quota-known-"+randHex(4), "quota-stranger-"+randHex(4)
+	converse := func(user string) {
+		t.Helper()
+		c := s.dialRealtime(t, s.jwt(user, "acme"), false)
+		c.until("session.created", nil)
+		c.close()
+	}
+	converse(known) // its admission reads its balance
+
+	link.cut()
+	s.readyBecomes(t, http.StatusServiceUnavailable, "meter_store_unavailable")
+	converse(known)
+	status, name := s.dialRefusal(t, s.jwt(stranger, "acme"))
+	t.Logf("while the store is away: %s admitted; %s refused %d %s", known, stranger, status, name)
+	if status != http.StatusServiceUnavailable || name != "meter_store_unavailable" {
+		t.Errorf("a principal never read, while the store is away: %d %q, want 503 meter_store_unavailable", status, name)
+	}
+
+	link.restore()
+	s.readyBecomes(t, http.StatusOK, "")
+	converse(stranger)
+	converse(known)
+	s.stop()
+}

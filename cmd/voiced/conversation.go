@@ -197,16 +197,7 @@ func speechEngines(app *App, m mind.Mind) session.Engines {
 	e := session.Engines{Mind: m}
 	if app.Meter != nil {
 		e.Meter = meterHook{app}
-		e.Admit = func(ctx context.Context, p session.Principal) error {
-			if err := app.Meter.CheckQuota(ctx, p.Subject); err != nil {
-				var r *door.Refusal
-				if errors.As(err, &r) {
-					return r
-				}
-				return door.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
-			}
-			return nil
-		}
+		e.Admit = func(ctx context.Context, p session.Principal) error { return admitQuota(ctx, app, p) }
 		e.Budget = func(ctx context.Context, p session.Principal) (time.Duration, bool, error) {
 			return app.Meter.Budget(ctx, p.Subject)
 		}
@@ -271,6 +262,29 @@ func (s sharedSquelch) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// admitQuota refuses a new conversation by name: 429 quota_exceeded when the principal's daily
+// seconds are used up; 503 meter_store_unavailable when the meter store cannot be read and the
+// meter has no recent balance of the principal (meter.Config.QuotaStaleAfter: one that has, goes
+// on, counted from that balance). Never the one for the other: an outage is not an overdraft.
+func admitQuota(ctx context.Context, app *App, p session.Principal) error {
+	err := app.Meter.CheckQuota(ctx, p.Subject)
+	var r *door.Refusal
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &r):
+		return r
+	case errors.Is(err, meter.ErrQuotaExceeded):
+		return door.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
+	case errors.Is(err, meter.ErrStoreDown):
+		app.Log.Error("quota unknown: the meter store is away and this principal has no recent balance", "err", err, "subject", p.Subject)
+		return &door.Refusal{Status: http.StatusServiceUnavailable, Name: "meter_store_unavailable", RetryAfter: time.Second,
+			Message: "the usage store is unavailable and this principal's balance is not known; retry shortly"}
+	default:
+		return fmt.Errorf("quota check: %w", err)
+	}
 }
 
 // meterHook hands the conversation's seconds to the meter; a turn's end, and each piece of audio

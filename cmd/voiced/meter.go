@@ -29,6 +29,7 @@ func init() {
 		var (
 			dataDir, dsn, ticketStore string
 			quota                     float64
+			quotaStale                time.Duration
 			m                         *meter.Meter
 			closers                   []func() error
 		)
@@ -37,11 +38,15 @@ func init() {
 				fs.StringVar(&dataDir, "data-dir", "data", "where the embedded SQLite meter database lives (meter.db)")
 				fs.StringVar(&dsn, "meter-dsn", "", "a Postgres DSN (postgres://…) for the meter, when several nodes serve; overrides --data-dir")
 				fs.Float64Var(&quota, "quota-seconds-per-day", 0, "seconds heard+spoken a principal may use per UTC day (0: no quota)")
+				fs.DurationVar(&quotaStale, "quota-stale-after", 15*time.Minute, "while the meter store cannot be read, a principal whose balance was read this recently may still start conversations, counted from that balance (0: refuse every new one with 503 meter_store_unavailable)")
 				fs.StringVar(&ticketStore, "ticket-store", "", "redis://host:port/db shares realtime tickets between nodes (default: in memory)")
 			},
 			validate: func(app *App) error {
 				if quota < 0 {
 					return fmt.Errorf("--quota-seconds-per-day %v must be >= 0", quota)
+				}
+				if quotaStale < 0 {
+					return fmt.Errorf("--quota-stale-after %v must be >= 0", quotaStale)
 				}
 				if dsn != "" && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 					return fmt.Errorf("--meter-dsn must be a postgres:// URL")
@@ -65,7 +70,10 @@ func init() {
 					return fmt.Errorf("meter: %w", err)
 				}
 				closers = append(closers, store.Close)
-				m = meter.New(store, meter.Config{QuotaSecondsPerDay: quota, Log: app.Log.With("component", "meter")})
+				if quotaStale == 0 {
+					quotaStale = -1 // meter.Config: negative never answers from a past read
+				}
+				m = meter.New(store, meter.Config{QuotaSecondsPerDay: quota, QuotaStaleAfter: quotaStale, Log: app.Log.With("component", "meter")})
 				app.Meter = m
 				app.ReadyCheck("meter_store_unavailable", m.Ping)
 				app.Metrics.MustRegister(m.Collectors()...)

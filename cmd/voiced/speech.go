@@ -4,8 +4,12 @@ import (
 	"context"
 	"flag"
 
+	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/speechcore"
 )
+
+// The meter is durable for the raw doors: they hold it and sync per chunk (speechcore/usage.go).
+var _ speechcore.DurableUsage = (*meter.Meter)(nil)
 
 // The speech component: the asset mount, the ONNX Runtime environment, the engines and the raw
 // speech doors. It starts (loads and warms every model) before the listener binds.
