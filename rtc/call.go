@@ -414,15 +414,16 @@ func (c *Call) signalSpace() {
 }
 
 // CutTailPackets is how many 20 ms packets of Opus-encoded digital silence follow a reply that
-// Clear cut (barge-in, output_audio_buffer.clear, response.cancel), on the same RTP timeline.
+// Clear cut (barge-in, output_audio_buffer.clear), on the same RTP timeline.
 // A receiver that stops getting packets conceals the gap by stretching the last ones (Chrome's
-// NetEq), so a reply cut mid-word would ring on as "ghost" speech; 200 ms of decoded silence
-// covers a browser's jitter buffer on a good path and lets the decoder end on silence, so what
-// is concealed after the tail is quiet. The tail also flushes the encoder's lookahead (6.5 ms of
+// NetEq), so a reply cut mid-word would ring on as "ghost" speech. 200 ms of decoded silence is
+// meant to outlast a browser's jitter buffer on a good path and leave the decoder on silence, so
+// what is concealed after the tail is quiet (the page's Chromium figure has not shown the gain
+// apart from its noise yet: LLM.md). The tail also flushes the encoder's lookahead (6.5 ms of
 // the last audio played). It is not reply audio: Played does not count it, it sends no
 // output_audio_buffer event, and a new reply's audio replaces it at the next tick. A reply that
 // ends by itself gets none: Kokoro's audio ends on its own trailing quiet, which is what the
-// receiver then conceals. Measured in Chromium (LLM.md, rtc): speech_started → sound gone.
+// receiver then conceals.
 const CutTailPackets = 10
 
 // pace is the one pacer: every 20 ms it takes 480 samples of reply audio, resamples them to
