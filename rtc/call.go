@@ -70,6 +70,7 @@ type Call struct {
 	events  chan []byte
 	pending []float32 // reply audio not yet played (24 kHz)
 	played  int64
+	cut     bool          // set by Clear, taken by the pacer at its next tick: a playing reply was cut
 	space   chan struct{} // signalled when pending shrinks
 }
 
@@ -380,11 +381,13 @@ func (c *Call) Play(ctx context.Context, pcm []float32) error {
 	return nil
 }
 
-// Clear drops the reply audio not yet played and returns Played.
+// Clear drops the reply audio not yet played and returns Played. A reply cut while it played is
+// followed on the track by CutTailPackets of silence (see pace).
 func (c *Call) Clear() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending = c.pending[:0]
+	c.cut = true
 	c.signalSpace()
 	return c.played
 }
@@ -410,8 +413,22 @@ func (c *Call) signalSpace() {
 	}
 }
 
+// CutTailPackets is how many 20 ms packets of Opus-encoded digital silence follow a reply that
+// Clear cut (barge-in, output_audio_buffer.clear), on the same RTP timeline.
+// A receiver that stops getting packets conceals the gap by stretching the last ones (Chrome's
+// NetEq), so a reply cut mid-word would ring on as "ghost" speech. 200 ms of decoded silence is
+// meant to outlast a browser's jitter buffer on a good path and leave the decoder on silence, so
+// what is concealed after the tail is quiet (the page's Chromium figure has not shown the gain
+// apart from its noise yet: LLM.md). The tail also flushes the encoder's lookahead (6.5 ms of
+// the last audio played). It is not reply audio: Played does not count it, it sends no
+// output_audio_buffer event, and a new reply's audio replaces it at the next tick. A reply that
+// ends by itself gets none: Kokoro's audio ends on its own trailing quiet, which is what the
+// receiver then conceals.
+const CutTailPackets = 10
+
 // pace is the one pacer: every 20 ms it takes 480 samples of reply audio, resamples them to
-// 48 kHz, encodes one Opus packet and writes it to the track.
+// 48 kHz, encodes one Opus packet and writes it to the track; after a cut it sends the silence
+// tail (CutTailPackets) instead.
 func (c *Call) pace() {
 	defer c.wg.Done()
 	enc, err := opus.NewEncoder(32000)
@@ -423,6 +440,8 @@ func (c *Call) pace() {
 	up, _ := audio.NewResampler(OutputRate, opus.SampleRate)
 	var acc []float32
 	started := false
+	tail := 0 // silence packets still to send after a cut
+	quiet := make([]int16, opus.FrameSamples)
 	tick := time.NewTicker(frame)
 	defer tick.Stop()
 	chunk := make([]float32, outFrame)
@@ -439,18 +458,28 @@ func (c *Call) pace() {
 		if n > 0 {
 			c.signalSpace()
 		}
+		cut := c.cut
+		c.cut = false
 		c.mu.Unlock()
 		if n == 0 {
 			if started {
 				started = false
 				up.Reset()
 				acc = acc[:0]
+				if cut {
+					tail = CutTailPackets
+				}
 				if c.h.Output != nil {
 					c.h.Output(false)
 				}
 			}
+			if tail > 0 {
+				tail--
+				c.writeFrame(enc, quiet) // on this tick already: no 20 ms hole before the tail
+			}
 			continue
 		}
+		tail = 0 // a new reply replaces what is left of the tail
 		if !started {
 			started = true
 			if c.h.Output != nil {
@@ -462,15 +491,19 @@ func (c *Call) pace() {
 		for len(acc) < opus.FrameSamples {
 			acc = append(acc, 0) // the resampler's delay at the start
 		}
-		pkt, err := enc.Encode(audio.Float32ToInt16(acc[:opus.FrameSamples]))
+		c.writeFrame(enc, audio.Float32ToInt16(acc[:opus.FrameSamples]))
 		acc = append(acc[:0], acc[opus.FrameSamples:]...)
-		if err != nil {
-			continue
-		}
-		if err := c.track.WriteSample(media.Sample{Data: pkt, Duration: frame}); err != nil {
-			continue
-		}
 	}
+}
+
+// writeFrame encodes one 20 ms frame (48 kHz) and writes it to the track; the track's packetizer
+// advances the RTP timestamp by 960 per frame, so the timeline stays contiguous.
+func (c *Call) writeFrame(enc *opus.Encoder, pcm []int16) {
+	pkt, err := enc.Encode(pcm)
+	if err != nil {
+		return
+	}
+	_ = c.track.WriteSample(media.Sample{Data: pkt, Duration: frame})
 }
 
 // Err is why the call ended (nil while it runs).

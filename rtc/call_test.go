@@ -89,9 +89,16 @@ type client struct {
 	mu       sync.Mutex
 	packets  int
 	received []float32 // decoded reply audio, 48 kHz
+	rx       []rxPacket
 	first    time.Time
 	last     time.Time
 	wg       sync.WaitGroup
+}
+
+// rxPacket is one packet received on the reply's track, decoded.
+type rxPacket struct {
+	rtpTime uint32
+	pcm     []int16 // its 20 ms at 48 kHz
 }
 
 func newClient(t *testing.T) *client {
@@ -145,6 +152,7 @@ func newClient(t *testing.T) *client {
 				c.last = time.Now()
 				c.packets++
 				c.received = append(c.received, audio.Int16ToFloat32(pcm)...)
+				c.rx = append(c.rx, rxPacket{rtpTime: p.Timestamp, pcm: append([]int16(nil), pcm...)}) // pcm is the decoder's buffer
 				c.mu.Unlock()
 			}
 		}()
@@ -338,11 +346,8 @@ func TestCallClearStopsPlayback(t *testing.T) {
 	ep, cl, o, call := connect(t, Config{})
 	defer ep.Close()
 	defer cl.close()
-	tone := make([]float32, 2*OutputRate)
-	for i := range tone {
-		tone[i] = 0.3 * float32(math.Sin(2*math.Pi*440*float64(i)/OutputRate))
-	}
-	if err := call.Play(context.Background(), tone); err != nil {
+	reply := tone(2 * OutputRate)
+	if err := call.Play(context.Background(), reply); err != nil {
 		t.Fatal(err)
 	}
 	<-o.output // started
@@ -351,25 +356,31 @@ func TestCallClearStopsPlayback(t *testing.T) {
 	if s := <-o.output; s {
 		t.Fatal("no stopped after Clear")
 	}
-	if played <= 0 || played >= int64(len(tone)) || played%outFrame != 0 {
-		t.Fatalf("Clear reported %d played of %d", played, len(tone))
+	if played <= 0 || played >= int64(len(reply)) || played%outFrame != 0 {
+		t.Fatalf("Clear reported %d played of %d", played, len(reply))
 	}
 	if p := call.Played(); p != played {
 		t.Fatalf("played grew after Clear: %d -> %d", played, p)
 	}
-	// The client gets exactly the packets played: one per 480 samples.
+	// The client gets exactly the packets played, one per 480 samples, told from the silence
+	// tail that follows them by their RTP timestamps (the reply's are the first played×2 samples
+	// of the 48 kHz timeline); everything after them is the tail, quiet.
 	want := int(played / outFrame)
-	waitFor(t, func() bool { cl.mu.Lock(); defer cl.mu.Unlock(); return cl.packets >= want })
-	if err := call.Send([]byte("sync")); err != nil { // a round trip after the last packet
-		t.Fatal(err)
-	}
-	<-cl.msgs
+	waitFor(t, func() bool { cl.mu.Lock(); defer cl.mu.Unlock(); return len(cl.rx) >= want+CutTailPackets })
 	cl.mu.Lock()
-	got := cl.packets
+	rx := append([]rxPacket(nil), cl.rx...)
 	cl.mu.Unlock()
-	if got != want {
-		t.Fatalf("client got %d packets, %d samples played = %d packets", got, played, want)
+	got := 0
+	for _, p := range rx {
+		if p.rtpTime-rx[0].rtpTime < uint32(2*played) {
+			got++
+		}
 	}
+	if got != want {
+		t.Fatalf("client got %d packets of the reply, %d samples played = %d packets", got, played, want)
+	}
+	checkLoud(t, "reply", rx[:got])
+	checkTail(t, "after Clear", rx[got:], lookahead(t))
 	call.Close()
 }
 

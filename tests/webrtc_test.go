@@ -17,6 +17,7 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
+	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/audio/opus"
 	"github.com/voiced/voiced/speechcore/kokoro"
@@ -548,18 +549,36 @@ func TestWebRTCBargeIn(t *testing.T) {
 		t.Errorf("the interrupted reply's response.done: status %v", r["status"])
 	}
 
-	// On the track: the reply's packets are everything received before speech_stopped (the next
-	// reply starts after it); those carrying energy after speech_started arrived are the overrun.
+	// On the track, everything received before speech_stopped (the next reply starts after it) is
+	// the cut reply followed by its silence tail: rtc.CutTailPackets packets of encoded silence on
+	// the same RTP timeline (the tail is over 200 ms after the cut, long before speech_stopped).
+	// The reply's packets carrying energy after speech_started arrived are the overrun.
 	c.mu.Lock()
 	rx := append([]rxPacket(nil), c.rx...)
 	c.mu.Unlock()
-	var before, after, reply int
-	var last, lastBefore time.Time
-	for _, p := range rx {
-		if !p.at.Before(stopped) {
-			break
+	received := 0
+	for received < len(rx) && rx[received].at.Before(stopped) {
+		received++
+	}
+	reply := received - rtc.CutTailPackets
+	if reply <= 0 {
+		t.Fatalf("%d packets before speech_stopped: not even the silence tail (%d)", received, rtc.CutTailPackets)
+	}
+	for i := 1; i < received; i++ {
+		if d := rx[i].rtpTime - rx[i-1].rtpTime; d != opus.FrameSamples {
+			t.Fatalf("packet %d of %d: RTP timestamp +%d, want +%d (one timeline through the tail)", i, received, d, opus.FrameSamples)
 		}
-		reply++
+	}
+	// The tail's first packet still carries the encoder's lookahead of the cut reply (6.5 ms,
+	// counted as played); the rest decode to silence.
+	for i, p := range rx[reply+1 : received] {
+		if p.rms >= energetic {
+			t.Errorf("silence tail packet %d of %d has RMS %.4f, want < %v", i+1, rtc.CutTailPackets, p.rms, energetic)
+		}
+	}
+	var before, after int
+	var last, lastBefore time.Time
+	for _, p := range rx[:reply+1] {
 		if p.rms < energetic {
 			continue
 		}
@@ -584,7 +603,7 @@ func TestWebRTCBargeIn(t *testing.T) {
 		t.Errorf("reply audio ran on after speech_started: %d energetic 20 ms packets (%v), want at most 5 (100 ms)", after, overrun)
 	}
 
-	// The item is truncated to what went out on the track: each packet carried 20 ms of it.
+	// The item is truncated to what went out on the track: each reply packet carried 20 ms of it.
 	tr := saw["conversation.item.truncated"]
 	if tr == nil {
 		t.Fatalf("no conversation.item.truncated between speech_started and speech_stopped: %v", typesOfMaps(evs))

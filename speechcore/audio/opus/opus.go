@@ -22,6 +22,10 @@ static int enc_ctl_int(OpusEncoder *e, int req, int v) {
 	}
 	return OPUS_BAD_ARG;
 }
+
+static int enc_lookahead(OpusEncoder *e, opus_int32 *v) {
+	return opus_encoder_ctl(e, OPUS_GET_LOOKAHEAD(v));
+}
 */
 import "C"
 
@@ -103,6 +107,19 @@ func (e *Encoder) Encode(pcm []int16) ([]byte, error) {
 		return nil, libErr("encode", n)
 	}
 	return e.buf[:n], nil
+}
+
+// Lookahead is the encoder's delay in samples at 48 kHz (OPUS_GET_LOOKAHEAD): the last
+// Lookahead samples given to Encode come out of a decoder only with the next packet.
+func (e *Encoder) Lookahead() (int, error) {
+	if e.st == nil {
+		return 0, ErrClosed
+	}
+	var v C.opus_int32
+	if c := C.enc_lookahead(e.st, &v); c != C.OPUS_OK {
+		return 0, libErr("lookahead", c)
+	}
+	return int(v), nil
 }
 
 // Close frees the encoder; safe to call twice.

@@ -215,3 +215,59 @@ func BenchmarkFrame(b *testing.B) {
 		}
 	}
 }
+
+// TestLookaheadIsTheDelay: a click given to Encode comes out of the decoder Lookahead samples
+// later (312 at 48 kHz for voiced's VoIP encoder: 2.5 ms + 4 ms).
+func TestLookaheadIsTheDelay(t *testing.T) {
+	enc, err := NewEncoder(32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	dec, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	look, err := enc.Lookahead()
+	if err != nil || look != 312 {
+		t.Fatalf("Lookahead %d, %v; want 312", look, err)
+	}
+	const at = 2*FrameSamples + 100
+	var out []int16
+	for f := range 5 {
+		pcm := make([]int16, FrameSamples)
+		if f == at/FrameSamples {
+			pcm[at%FrameSamples] = 20000
+		}
+		p, err := enc.Encode(pcm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dec.Decode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d...)
+	}
+	peak := 0
+	for i := range out {
+		if abs(out[i]) > abs(out[peak]) {
+			peak = i
+		}
+	}
+	if d := peak - at; d < look-8 || d > look+8 {
+		t.Fatalf("the click came out %d samples late, want %d (±8)", d, look)
+	}
+	enc.Close()
+	if _, err := enc.Lookahead(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Lookahead after Close: %v", err)
+	}
+}
+
+func abs(v int16) int {
+	if v < 0 {
+		return -int(v)
+	}
+	return int(v)
+}
