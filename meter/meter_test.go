@@ -479,3 +479,19 @@ func TestPendingIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// Sums of per-chunk seconds carry float noise (0.1+0.2); the report rounds it to the microsecond
+// at every level, and the totals still agree with the doors'.
+func TestReportRoundsFloatNoise(t *testing.T) {
+	rows := []Row{
+		{Principal: "service", Day: "2026-12-03", Door: "transcribe", Heard: 0.1},
+		{Principal: "service", Day: "2026-12-03", Door: "synthesize", Heard: 0.2, Spoken: 1.0 / 3},
+	}
+	rep := Report(Filter{}, rows)
+	if rep.HeardSeconds != 0.3 || rep.Principals[0].HeardSeconds != 0.3 || rep.Principals[0].Days[0].HeardSeconds != 0.3 {
+		t.Fatalf("heard = %v / %v / %v, want 0.3 at every level", rep.HeardSeconds, rep.Principals[0].HeardSeconds, rep.Principals[0].Days[0].HeardSeconds)
+	}
+	if got := rep.Principals[0].Days[0].Doors["synthesize"].SpokenSeconds; got != 0.333333 {
+		t.Fatalf("door spoken = %v, want 0.333333", got)
+	}
+}
