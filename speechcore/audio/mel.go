@@ -4,8 +4,6 @@ import (
 	"math"
 	"runtime"
 	"sync"
-
-	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // Whisper's front-end constants (docs/models.md §1.1).
@@ -128,19 +126,16 @@ const melMaxWorkers = 8
 
 // melWorker owns the scratch for one range of frames.
 type melWorker struct {
-	fft    *fourier.FFT
-	frame  []float64    // one windowed frame
-	coeffs []complex128 // its DFT
-	power  []float64    // |DFT|², melBins
-	max    float64      // largest log10 mel of its frames
+	fft   fftScratch
+	frame []float64 // one windowed frame
+	power []float64 // |DFT|², melBins
+	max   float64   // largest log10 mel of its frames
 }
 
 func newMelWorker() *melWorker {
 	return &melWorker{
-		fft:    fourier.NewFFT(WhisperNFFT),
-		frame:  make([]float64, WhisperNFFT),
-		coeffs: make([]complex128, melBins),
-		power:  make([]float64, melBins),
+		frame: make([]float64, WhisperNFFT),
+		power: make([]float64, melBins),
 	}
 }
 
@@ -226,11 +221,7 @@ func (w *melWorker) powerSpectrum(frame []float64) {
 	for i, v := range frame {
 		w.frame[i] = v * hannPeriodic[i]
 	}
-	w.fft.Coefficients(w.coeffs, w.frame)
-	for k, c := range w.coeffs {
-		re, im := real(c), imag(c)
-		w.power[k] = re*re + im*im
-	}
+	w.fft.power400(w.frame, w.power)
 }
 
 // clampScale is the last step: max(x, globalMax-8), then (x+4)/4.

@@ -21,13 +21,14 @@ type MelStream struct {
 	n        int     // audio samples appended (at most WhisperSamples)
 	final    int     // frames [0, final) are final in m.spec
 	finalMax float64 // largest log10 mel of the final frames
+	floored  int     // frames [floored, WhisperFrames) hold the all-padding floor in m.spec
 }
 
 // NewMelStream returns an empty stream for nMels bands.
 func NewMelStream(nMels int) *MelStream {
 	m := NewMel(nMels)
 	m.workers = m.workers[:1]
-	return &MelStream{m: m, finalMax: math.Inf(-1)}
+	return &MelStream{m: m, finalMax: math.Inf(-1), floored: WhisperFrames}
 }
 
 // Len is the number of samples appended so far (audio past 30 s is not kept).
@@ -48,7 +49,7 @@ func (s *MelStream) Append(pcm16k []float32) int {
 // Reset empties the stream for a new segment, keeping its buffers.
 func (s *MelStream) Reset() {
 	clear(s.m.padded)
-	s.n, s.final, s.finalMax = 0, 0, math.Inf(-1)
+	s.n, s.final, s.finalMax, s.floored = 0, 0, math.Inf(-1), WhisperFrames
 }
 
 // finalFrames is how many leading frames depend only on n samples of audio.
@@ -92,14 +93,20 @@ func (s *MelStream) Compute(dst []float32) []float32 {
 		globalMax = max(globalMax, w.max)
 	}
 	if busy < WhisperFrames {
+		// Only frames not already holding the floor are written: the all-padding frames shrink
+		// as audio arrives, so after the first Compute of a segment this writes nothing.
 		floor := math.Log10(max(0, melLogMin))
+		from := max(busy, s.final)
 		for mel := 0; mel < m.nMels; mel++ {
 			row := m.spec[mel*WhisperFrames : (mel+1)*WhisperFrames]
-			for t := max(busy, s.final); t < WhisperFrames; t++ {
+			for t := from; t < s.floored; t++ {
 				row[t] = floor
 			}
 		}
+		s.floored = from
 		globalMax = max(globalMax, floor)
+	} else {
+		s.floored = WhisperFrames
 	}
 	clampScale(dst, m.spec, globalMax)
 	return dst
