@@ -111,14 +111,17 @@ const (
 	melRange  = 8.0                       // dynamic range kept below the maximum, in log10 units
 )
 
+// melPadLog is every band's log10 mel on a frame of zeros: log10(max(0, 1e-10)).
+var melPadLog = math.Log10(melLogMin)
+
 // Mel computes Whisper log-mel features, reusing its buffers between calls. Frames are split
 // across up to GOMAXPROCS workers (at most melMaxWorkers), each with its own FFT and scratch;
 // Compute waits for them all. A Mel is not safe for concurrent use; LogMel keeps a pool of them.
 type Mel struct {
 	nMels   int
 	bank    *melBank
-	padded  []float64 // melPadded samples
-	spec    []float64 // log10 mel, [nMels][WhisperFrames]
+	padded  []float32 // melPadded samples (the audio is float32: nothing is lost)
+	spec    []float64 // log10 mel, frame-major: [WhisperFrames][nMels]
 	workers []*melWorker
 }
 
@@ -144,8 +147,8 @@ func NewMel(nMels int) *Mel {
 	m := &Mel{
 		nMels:  nMels,
 		bank:   melBankFor(nMels),
-		padded: make([]float64, melPadded),
-		spec:   make([]float64, nMels*WhisperFrames),
+		padded: make([]float32, melPadded),
+		spec:   make([]float64, WhisperFrames*nMels),
 	}
 	for range min(max(runtime.GOMAXPROCS(0), 1), melMaxWorkers) {
 		m.workers = append(m.workers, newMelWorker())
@@ -166,9 +169,7 @@ func (m *Mel) Compute(dst, pcm16k []float32) []float32 {
 
 	x := m.padded[melPad : melPad+WhisperSamples]
 	in := pcm16k[:min(len(pcm16k), WhisperSamples)]
-	for i, v := range in {
-		x[i] = float64(v)
-	}
+	copy(x, in)
 	clear(x[len(in):])
 	reflectPad(m.padded, melPad)
 
@@ -184,11 +185,12 @@ func (m *Mel) Compute(dst, pcm16k []float32) []float32 {
 	for _, w := range m.workers {
 		globalMax = max(globalMax, w.max)
 	}
-	clampScale(dst, m.spec, globalMax)
+	clampScale(dst, m.spec, m.nMels, WhisperFrames, globalMax)
 	return dst
 }
 
-// frames computes log10 mel energies for frames [from, to) into m.spec.
+// frames computes log10 mel energies for frames [from, to) into m.spec (frame t at
+// spec[t·nMels:]), reading m.padded[t·160 : t·160+400].
 func (m *Mel) frames(w *melWorker, from, to int) {
 	w.max = math.Inf(-1)
 	for t := from; t < to; t++ {
@@ -200,7 +202,7 @@ func (m *Mel) frames(w *melWorker, from, to int) {
 				sum += weight * p[k]
 			}
 			v := math.Log10(max(sum, melLogMin))
-			m.spec[mel*WhisperFrames+t] = v
+			m.spec[t*m.nMels+mel] = v
 			w.max = max(w.max, v)
 		}
 	}
@@ -208,7 +210,7 @@ func (m *Mel) frames(w *melWorker, from, to int) {
 
 // reflectPad fills the pad samples either side of buf[pad:len(buf)-pad] by reflection without
 // repeating the edge sample (numpy/torch "reflect").
-func reflectPad(buf []float64, pad int) {
+func reflectPad(buf []float32, pad int) {
 	n := len(buf) - 2*pad
 	for i := 1; i <= pad; i++ {
 		buf[pad-i] = buf[pad+i]
@@ -217,18 +219,32 @@ func reflectPad(buf []float64, pad int) {
 }
 
 // powerSpectrum sets w.power to |DFT(frame·window)|² over melBins bins.
-func (w *melWorker) powerSpectrum(frame []float64) {
-	for i, v := range frame {
-		w.frame[i] = v * hannPeriodic[i]
+func (w *melWorker) powerSpectrum(frame []float32) {
+	for i, v := range frame[:WhisperNFFT] {
+		w.frame[i] = float64(v) * hannPeriodic[i]
 	}
 	w.fft.power400(w.frame, w.power)
 }
 
-// clampScale is the last step: max(x, globalMax-8), then (x+4)/4.
-func clampScale(dst []float32, spec []float64, globalMax float64) {
+// clampScale is the last step: max(x, globalMax-8), then (x+4)/4, written mel-major into dst
+// ([nMels][WhisperFrames]) from the frame-major spec. Frames at and past computed are all
+// padding: each band there is log10(1e-10), and is written as that without being stored.
+func clampScale(dst []float32, spec []float64, nMels, computed int, globalMax float64) {
 	floor := globalMax - melRange
-	for i, v := range spec {
-		dst[i] = float32((max(v, floor) + 4) / 4)
+	for t := range computed {
+		row := spec[t*nMels : (t+1)*nMels]
+		for mel, v := range row {
+			dst[mel*WhisperFrames+t] = float32((max(v, floor) + 4) / 4)
+		}
+	}
+	if computed < WhisperFrames {
+		pad := float32((max(melPadLog, floor) + 4) / 4)
+		for mel := range nMels {
+			tail := dst[mel*WhisperFrames+computed : (mel+1)*WhisperFrames]
+			for i := range tail {
+				tail[i] = pad
+			}
+		}
 	}
 }
 

@@ -139,9 +139,9 @@ func TestMelFiltersKnownValues(t *testing.T) {
 }
 
 func TestReflectPad(t *testing.T) {
-	buf := []float64{0, 0, 0, 1, 2, 3, 4, 5, 0, 0, 0}
+	buf := []float32{0, 0, 0, 1, 2, 3, 4, 5, 0, 0, 0}
 	reflectPad(buf, 3)
-	want := []float64{4, 3, 2, 1, 2, 3, 4, 5, 4, 3, 2}
+	want := []float32{4, 3, 2, 1, 2, 3, 4, 5, 4, 3, 2}
 	for i := range buf {
 		if buf[i] != want[i] {
 			t.Fatalf("reflectPad = %v, want %v", buf, want)
@@ -153,16 +153,16 @@ func TestReflectPad(t *testing.T) {
 func TestMelPowerSpectrumMatchesDFT(t *testing.T) {
 	m := newMelWorker()
 	rng := rand.New(rand.NewPCG(5, 6))
-	frame := make([]float64, WhisperNFFT)
+	frame := make([]float32, WhisperNFFT)
 	for trial := range 5 {
 		for i := range frame {
-			frame[i] = rng.Float64()*2 - 1
+			frame[i] = float32(rng.Float64()*2 - 1)
 		}
 		m.powerSpectrum(frame)
 		for k := 0; k < melBins; k++ {
 			var x complex128
 			for n, v := range frame {
-				x += complex(v*hannPeriodic[n], 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(k*n)/WhisperNFFT))
+				x += complex(float64(v)*hannPeriodic[n], 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(k*n)/WhisperNFFT))
 			}
 			want := real(x)*real(x) + imag(x)*imag(x)
 			if math.Abs(m.power[k]-want) > 1e-9*max(1, want) {
@@ -313,13 +313,28 @@ func TestLogMelSilence(t *testing.T) {
 }
 
 func TestClampScale(t *testing.T) {
-	// log10 values of mel energies 1, 1e-3, 1e-12 (floored to 1e-10), 100.
+	// One band: log10 values of mel energies 1, 1e-3, 1e-12 (floored to 1e-10), 100; the frames
+	// past the 4 computed are all padding (log10 1e-10 = -10), written without being stored.
 	spec := []float64{0, -3, -10, 2}
-	dst := make([]float32, 4)
-	clampScale(dst, spec, 2)
+	dst := make([]float32, WhisperFrames)
+	for i := range dst {
+		dst[i] = 99
+	}
+	clampScale(dst, spec, 1, 4, 2)
 	want := []float32{1, 0.25, -0.5, 1.5} // floor 2-8 = -6 → (-6+4)/4
-	if !equalF32(dst, want) {
-		t.Fatalf("clampScale = %v, want %v", dst, want)
+	if !equalF32(dst[:4], want) {
+		t.Fatalf("clampScale = %v, want %v", dst[:4], want)
+	}
+	for i, v := range dst[4:] {
+		if v != -0.5 {
+			t.Fatalf("padding frame %d = %v, want -0.5", 4+i, v)
+		}
+	}
+	// Two bands, frame-major in, mel-major out.
+	dst = make([]float32, 2*WhisperFrames)
+	clampScale(dst, []float64{0, 1, 2, 3}, 2, 2, 3)
+	if got := []float32{dst[0], dst[1], dst[WhisperFrames], dst[WhisperFrames+1]}; !equalF32(got, []float32{1, 1.5, 1.25, 1.75}) {
+		t.Fatalf("two bands: %v", got)
 	}
 }
 

@@ -15,20 +15,21 @@ import "math"
 // (clamp to the window's max − 8, then (x+4)/4) depends on every frame, so it is applied at the end
 // of each Compute from the running maximum of the final frames and the tail's.
 //
+// Its buffers grow with the segment (the padded audio to n + 600 samples, the kept frames to the
+// ones computed), so a 3 s turn holds ~0.4 MB rather than a whole window's 5.8 MB.
+//
 // A MelStream uses one core and is not safe for concurrent use.
 type MelStream struct {
-	m        *Mel
+	m        *Mel    // padded and spec grow as audio comes (a whole window's only near 30 s)
 	n        int     // audio samples appended (at most WhisperSamples)
 	final    int     // frames [0, final) are final in m.spec
 	finalMax float64 // largest log10 mel of the final frames
-	floored  int     // frames [floored, WhisperFrames) hold the all-padding floor in m.spec
 }
 
 // NewMelStream returns an empty stream for nMels bands.
 func NewMelStream(nMels int) *MelStream {
-	m := NewMel(nMels)
-	m.workers = m.workers[:1]
-	return &MelStream{m: m, finalMax: math.Inf(-1), floored: WhisperFrames}
+	m := &Mel{nMels: nMels, bank: melBankFor(nMels), workers: []*melWorker{newMelWorker()}}
+	return &MelStream{m: m, finalMax: math.Inf(-1)}
 }
 
 // Len is the number of samples appended so far (audio past 30 s is not kept).
@@ -37,19 +38,42 @@ func (s *MelStream) Len() int { return s.n }
 // Append adds 16 kHz mono samples to the segment and returns how many it kept: the window is
 // 30 s, so audio past WhisperSamples is dropped as LogMel would cut it.
 func (s *MelStream) Append(pcm16k []float32) int {
-	x := s.m.padded[melPad : melPad+WhisperSamples]
 	k := min(len(pcm16k), WhisperSamples-s.n)
-	for i, v := range pcm16k[:k] {
-		x[s.n+i] = float64(v)
-	}
+	s.growPadded(s.n + k)
+	copy(s.m.padded[melPad+s.n:], pcm16k[:k])
 	s.n += k
 	return k
 }
 
+// growPadded makes m.padded hold what the frames of n samples read: the left padding, the audio
+// and zeros past it to the last frame that reads any audio (n + 600 in all); within 2 windows of
+// 30 s, the whole padded window (every frame is computed there, and the right reflection is read).
+// What it exposes reads as zero, as the padding past the audio must.
+func (s *MelStream) growPadded(n int) {
+	need := min(n+3*melPad, melPadded)
+	if n > WhisperSamples-2*WhisperNFFT {
+		need = melPadded
+	}
+	p := s.m.padded
+	if need <= len(p) {
+		return
+	}
+	if need <= cap(p) {
+		old := len(p)
+		p = p[:need]
+		clear(p[old:])
+	} else {
+		grown := make([]float32, need, min(max(need, 2*cap(p)), melPadded))
+		copy(grown, p)
+		p = grown
+	}
+	s.m.padded = p
+}
+
 // Reset empties the stream for a new segment, keeping its buffers.
 func (s *MelStream) Reset() {
-	clear(s.m.padded)
-	s.n, s.final, s.finalMax, s.floored = 0, 0, math.Inf(-1), WhisperFrames
+	s.m.padded = s.m.padded[:0]
+	s.n, s.final, s.finalMax = 0, 0, math.Inf(-1)
 }
 
 // finalFrames is how many leading frames depend only on n samples of audio.
@@ -68,10 +92,29 @@ func (s *MelStream) Compute(dst []float32) []float32 {
 		dst = make([]float32, size)
 	}
 	dst = dst[:size]
+	s.growPadded(s.n) // an empty stream still has its padding
 
-	// The padding as the one-shot front end sees it: samples past n are zero (Append never wrote
-	// them, Reset cleared them), both reflections taken afresh.
-	reflectPad(m.padded, melPad)
+	// The padding as the one-shot front end sees it: samples past n are zero (growPadded exposes
+	// zeros), the left reflection taken afresh, and the right one once the whole window is held.
+	if len(m.padded) == melPadded {
+		reflectPad(m.padded, melPad)
+	} else {
+		for i := 1; i <= melPad; i++ {
+			m.padded[melPad-i] = m.padded[melPad+i]
+		}
+	}
+
+	// The frames that read any audio: the final ones and the tail that also reads padding. The
+	// ones past them read only zero padding (window starts at or past n, and 30 s is far enough
+	// that the right reflection is zero too): the constant floor, which clampScale writes. Near
+	// 30 s every frame is computed.
+	busy := WhisperFrames
+	if s.n <= WhisperSamples-2*WhisperNFFT {
+		busy = min((s.n+melPad+WhisperHop-1)/WhisperHop, WhisperFrames) // first t with t·160−200 ≥ n
+	}
+	if need := busy * m.nMels; len(m.spec) < need {
+		m.spec = append(m.spec, make([]float64, need-len(m.spec))...)
+	}
 
 	// Frames that became final since the last Compute are computed once and kept.
 	if nf := finalFrames(s.n); nf > s.final {
@@ -80,34 +123,13 @@ func (s *MelStream) Compute(dst []float32) []float32 {
 		s.final = nf
 	}
 	globalMax := s.finalMax
-
-	// The tail: frames that read real audio and padding are recomputed; the ones that read only
-	// zero padding (window starts at or past n, and 30 s is far enough that the right reflection
-	// is zero too) are the constant floor. Near 30 s every remaining frame is computed.
-	busy := WhisperFrames
-	if s.n <= WhisperSamples-2*WhisperNFFT {
-		busy = min((s.n+melPad+WhisperHop-1)/WhisperHop, WhisperFrames) // first t with t·160−200 ≥ n
-	}
 	if busy > s.final {
 		m.frames(w, s.final, busy)
 		globalMax = max(globalMax, w.max)
 	}
 	if busy < WhisperFrames {
-		// Only frames not already holding the floor are written: the all-padding frames shrink
-		// as audio arrives, so after the first Compute of a segment this writes nothing.
-		floor := math.Log10(max(0, melLogMin))
-		from := max(busy, s.final)
-		for mel := 0; mel < m.nMels; mel++ {
-			row := m.spec[mel*WhisperFrames : (mel+1)*WhisperFrames]
-			for t := from; t < s.floored; t++ {
-				row[t] = floor
-			}
-		}
-		s.floored = from
-		globalMax = max(globalMax, floor)
-	} else {
-		s.floored = WhisperFrames
+		globalMax = max(globalMax, melPadLog)
 	}
-	clampScale(dst, m.spec, globalMax)
+	clampScale(dst, m.spec, m.nMels, busy, globalMax)
 	return dst
 }

@@ -113,3 +113,27 @@ func BenchmarkMelPartial(b *testing.B) {
 		}
 	})
 }
+
+// TestMelStreamHoldsWhatItsSegmentNeeds: a short segment's buffers are a small part of a whole
+// window's (padded audio 1.9 MB + frames 1.9 MB for 80 bands), and they reach that only at 30 s.
+func TestMelStreamHoldsWhatItsSegmentNeeds(t *testing.T) {
+	held := func(s *MelStream) int { return 4*cap(s.m.padded) + 8*cap(s.m.spec) }
+	whole := 4*melPadded + 8*80*WhisperFrames
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := NewMelStream(80)
+	var dst []float32
+	for range 6 { // 3 s in 0.5 s partials
+		s.Append(noisySpeechLike(rng, WhisperSampleRate/2))
+		dst = s.Compute(dst)
+	}
+	if got := held(s); got > whole/8 {
+		t.Fatalf("a 3 s segment holds %d bytes, want at most %d (1/8 of a whole window's %d)", got, whole/8, whole)
+	}
+	s.Reset()
+	s.Append(noisySpeechLike(rng, WhisperSamples))
+	s.Compute(dst)
+	if got := held(s); got < whole {
+		t.Fatalf("a 30 s segment holds %d bytes, want the whole window's %d", got, whole)
+	}
+	t.Logf("3 s segment: %d bytes; whole window %d", held(s), whole)
+}
