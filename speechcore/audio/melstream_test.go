@@ -129,11 +129,11 @@ func TestMelStreamHoldsWhatItsSegmentNeeds(t *testing.T) {
 	if got := held(s); got > whole/8 {
 		t.Fatalf("a 3 s segment holds %d bytes, want at most %d (1/8 of a whole window's %d)", got, whole/8, whole)
 	}
+	t.Logf("3 s segment: %d bytes; whole window %d", held(s), whole)
 	s.Reset()
 	s.Append(noisySpeechLike(rng, WhisperSamples))
 	s.Compute(dst)
 	if got := held(s); got < whole {
 		t.Fatalf("a 30 s segment holds %d bytes, want the whole window's %d", got, whole)
 	}
-	t.Logf("3 s segment: %d bytes; whole window %d", held(s), whole)
 }
