@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/voiced/voiced/speechcore/audio"
 )
@@ -152,7 +154,55 @@ func kill9UnderLoad(t *testing.T, args []string) {
 // kernel still held (two frames at this pace).
 func TestFaultsKill9RawDoors(t *testing.T) {
 	checkLeaks(t)
-	s := startServer(t, serverOpts{})
+	kill9RawDoors(t, nil)
+}
+
+// TestFaultsKill9RawDoorsPostgres is TestFaultsKill9RawDoors on the Postgres meter store. The raw
+// doors meter under the one principal "service", which other tests on this database share, so the
+// server gets a schema of its own (search_path in its DSN), dropped at the end.
+func TestFaultsKill9RawDoorsPostgres(t *testing.T) {
+	checkLeaks(t)
+	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+	}
+	kill9RawDoors(t, []string{"--meter-dsn", privateSchema(t, dsn)})
+}
+
+// privateSchema creates a schema on dsn's database for this test alone and returns dsn with its
+// search_path set to it; the schema is dropped when the test ends.
+func privateSchema(t *testing.T, dsn string) string {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close(context.Background())
+	schema := "kill_" + randHex(6)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, dsn); err == nil {
+			c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("dsn: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func kill9RawDoors(t *testing.T, args []string) {
+	s := startServer(t, serverOpts{Args: args})
 	speech := audio.Float32ToPCM16(audio.Resample(audio.Int16ToFloat32(sileroSpeech(t, "samples.pcm")), 24000, 16000))
 	const frameBytes = 3200 // 100 ms of 16 kHz PCM16
 
@@ -255,7 +305,7 @@ func TestFaultsKill9RawDoors(t *testing.T) {
 		t.Fatal(readErr)
 	}
 
-	s2 := startServer(t, serverOpts{DataDir: s.DataDir})
+	s2 := startServer(t, serverOpts{DataDir: s.DataDir, Args: args})
 	heard, spoken := s2.usageOf(t, "service")
 	t.Logf("transcribe: %.3f s metered after kill -9 and restart, %.3f s sent; speak: %.3f s metered, %.3f s received (largest frame %.3f s)",
 		heard, sent, spoken, received, largest)
