@@ -93,7 +93,7 @@ func TestPageWebRTCInChromium(t *testing.T) {
 		const t0 = Date.now();
 		(function poll() {
 			const s = window.voicedPage;
-			if (s.audioStopped.length > 0 || s.phase !== "open" || Date.now() - t0 > 30000) return ok(JSON.stringify(s));
+			if ((s.audioStopped.length > 0 && s.rtpStopped.length > 0) || s.phase !== "open" || Date.now() - t0 > 30000) return ok(JSON.stringify(s));
 			setTimeout(poll, 100);
 		})();
 	})`)
@@ -109,6 +109,7 @@ func TestPageWebRTCInChromium(t *testing.T) {
 		}
 		BufferCleared []int
 		AudioStopped  []int
+		RtpStopped    []int
 		SentAppends   int
 		Errors        []struct{ Code, Message string }
 		Latency       map[string][]float64
@@ -120,8 +121,8 @@ func TestPageWebRTCInChromium(t *testing.T) {
 	if err := json.Unmarshal([]byte(summary), &st); err != nil {
 		t.Fatalf("page state %q: %v", summary, err)
 	}
-	t.Logf("page state: phase %s, transport %s, session %s, call %s, inbound %+v, latency %v, speech→cleared %v ms, speech→sound gone %v ms, errors %v",
-		st.Phase, st.Transport, st.SessionID, st.CallID, st.Inbound, st.Latency, st.BufferCleared, st.AudioStopped, st.Errors)
+	t.Logf("page state: phase %s, transport %s, session %s, call %s, inbound %+v, latency %v, speech→cleared %v ms, speech→packets gone %v ms, speech→sound gone %v ms, errors %v",
+		st.Phase, st.Transport, st.SessionID, st.CallID, st.Inbound, st.Latency, st.BufferCleared, st.RtpStopped, st.AudioStopped, st.Errors)
 	t.Logf("events: %v", st.Events)
 
 	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "page-webrtc.png"), tab.screenshot(t, ctx), 0o644); err != nil {
@@ -164,6 +165,15 @@ func TestPageWebRTCInChromium(t *testing.T) {
 		t.Errorf("the page never heard the answer's sound stop after a barge-in (audioStopped empty)")
 	} else if st.AudioStopped[0] > 1000 {
 		t.Errorf("the answer's sound stopped %d ms after speech_started, want ≤ 1000", st.AudioStopped[0])
+	}
+	// The same cut on the received packets, before Chromium's jitter buffer (getStats bytes per
+	// packet under 40% of the reply's, or none, for 200 ms; the poll's time, an upper bound). The
+	// issue's aim is 100 ms; asserted loosely (polling and getStats under a loaded machine add to
+	// it), the figure is logged and recorded in LLM.md.
+	if len(st.RtpStopped) == 0 {
+		t.Errorf("the page never saw the answer's packets stop after a barge-in (rtpStopped empty)")
+	} else if st.RtpStopped[0] > 300 {
+		t.Errorf("the answer's packets stopped %d ms after speech_started, want ≤ 300 (aim 100)", st.RtpStopped[0])
 	}
 	for _, e := range st.Errors {
 		t.Errorf("the page shows an error: %s — %s", e.Code, e.Message)

@@ -22,6 +22,7 @@
     inbound: null, // WebRTC: the remote track's inbound-rtp {bytes, packets, energy, seconds} (getStats)
     bufferCleared: [], // WebRTC: ms from speech_started to output_audio_buffer.cleared (barge-in)
     audioStopped: [], // WebRTC: ms from a barge-in's speech_started to the reply's sound gone (getStats)
+    rtpStopped: [], // WebRTC: ms from a barge-in's speech_started to the reply's packets gone (getStats bytes/packet)
     sessionId: null,
     events: {}, // server event type → count
     sentAppends: 0,
@@ -43,6 +44,7 @@
   let speechAt = 0; // performance.now() of the last speech_started
   let replyOnTrack = false; // WebRTC: between output_audio_buffer.started and .stopped/.cleared
   let replyRate = 0; // WebRTC: the reply's sound, totalAudioEnergy per second while it played
+  let replyBytes = 0; // WebRTC: the reply's Opus bytes per packet while it played
   let lastInbound = null; // {at, energy}: countInbound's previous reading
   let ctx = null; // the AudioContext: microphone in, speaker out
   let mic = null; // MediaStream
@@ -419,10 +421,12 @@
     report.forEach((s) => {
       if (s.type !== "inbound-rtp" || s.kind !== "audio") return;
       const energy = s.totalAudioEnergy || 0;
+      const bytes = s.bytesReceived || 0, packets = s.packetsReceived || 0;
       if (replyOnTrack && lastInbound && energy > lastInbound.energy) {
         replyRate = (energy - lastInbound.energy) / ((at - lastInbound.at) / 1000);
+        if (packets > lastInbound.packets) replyBytes = (bytes - lastInbound.bytes) / (packets - lastInbound.packets);
       }
-      lastInbound = { at, energy };
+      lastInbound = { at, energy, bytes, packets };
       state.inbound = {
         bytes: s.bytesReceived || 0, packets: s.packetsReceived || 0,
         energy: s.totalAudioEnergy || 0, seconds: s.totalSamplesDuration || 0,
@@ -436,31 +440,57 @@
   // of the reply's rate for QUIET_MS — what the listener hears stop, jitter buffer included.
   const CUT_POLL_MS = 20;
   const QUIET_MS = 300;
+  //
+  // It also measures the cut on the packets themselves, before any jitter buffer: from
+  // speech_started to the first poll after which, for RTP_QUIET_MS, packets carry under 40% of the
+  // reply's Opus bytes per packet (the server's silence tail) or none arrive. The poll's time is
+  // the upper bound of when the last reply packet came.
+  const RTP_QUIET_MS = 200;
   async function watchCut(peer, at) {
     const rate = replyRate;
+    const perPacket = replyBytes;
     let prev = null;
     let quietFrom = 0;
-    while (peer === pc && performance.now() - at < 5000) {
-      let energy = null;
+    let rtpFrom = 0;
+    let rtpDone = perPacket <= 0;
+    let heardDone = false;
+    while (peer === pc && performance.now() - at < 5000 && !(rtpDone && heardDone)) {
+      let energy = null, bytes = 0, packets = 0;
       try {
         (await peer.getStats()).forEach((s) => {
-          if (s.type === "inbound-rtp" && s.kind === "audio") energy = s.totalAudioEnergy || 0;
+          if (s.type === "inbound-rtp" && s.kind === "audio") {
+            energy = s.totalAudioEnergy || 0;
+            bytes = s.bytesReceived || 0;
+            packets = s.packetsReceived || 0;
+          }
         });
       } catch (_) { return; }
       const now = performance.now();
-      if (energy !== null && prev) {
+      if (energy !== null && prev && !rtpDone) {
+        const n = packets - prev.packets;
+        if (n === 0 || (bytes - prev.bytes) / n < 0.4 * perPacket) {
+          if (!rtpFrom) rtpFrom = now;
+          if (now - rtpFrom >= RTP_QUIET_MS) {
+            state.rtpStopped.push(Math.round(rtpFrom - at));
+            rtpDone = true;
+          }
+        } else {
+          rtpFrom = 0;
+        }
+      }
+      if (energy !== null && prev && !heardDone) {
         const r = (energy - prev.energy) / ((now - prev.at) / 1000);
         if (r < 0.05 * rate) {
           if (!quietFrom) quietFrom = prev.at;
           if (now - quietFrom >= QUIET_MS) {
             state.audioStopped.push(Math.round(quietFrom - at));
-            return;
+            heardDone = true;
           }
         } else {
           quietFrom = 0;
         }
       }
-      if (energy !== null) prev = { at: now, energy };
+      if (energy !== null) prev = { at: now, energy, bytes, packets };
       await new Promise((ok) => setTimeout(ok, CUT_POLL_MS));
     }
   }
