@@ -16,7 +16,7 @@ import "math"
 // of each Compute from the running maximum of the final frames and the tail's.
 //
 // Its buffers grow with the segment (the padded audio to n + 600 samples, the kept frames to the
-// ones computed), so a 3 s turn holds ~0.4 MB rather than a whole window's 5.8 MB.
+// ones computed), so a 3 s turn holds ~0.5 MB rather than a whole window's 3.8 MB.
 //
 // A MelStream uses one core and is not safe for concurrent use.
 type MelStream struct {
