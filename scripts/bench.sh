@@ -60,10 +60,14 @@ if [[ $converse == 1 ]]; then
 	"${bench[@]}" converse "${common[@]}" -jwt-secret-file "$tmp/jwt.secret" -pid "$server" \
 		-turns 12 -ramp-max 16 -ramp-turns 2 -idle 32 -json "$OUT/converse.json"
 	# Speculation on/off side by side: the bench starts its own fake mind (first token after
-	# 300 ms) and two servers on the same mount (--speculate true/false), semantic_vad.
+	# 300 ms) and two servers on the same mount (--speculate true/false), semantic_vad. On the
+	# fixture mount the speech carries the codec's tones of a question (-fixture-speech): real
+	# speech alone reads as nonsense there, which never reads finished.
 	if has speculate; then
+		fixture=()
+		[[ -z ${VOICED_SPEECH_ASSETS:-} ]] && fixture=(-fixture-speech)
 		"${bench[@]}" converse -mind-delay 300ms -voiced "$BIN" -speech-assets "$mount" -rounds 2 -turns 5 \
-			-json "$OUT/converse-speculation.json"
+			"${fixture[@]}" -json "$OUT/converse-speculation.json"
 	fi
 else
 	echo "bench: converse skipped: this voiced has no --jwt-secret-file (the conversation component is not wired yet)"

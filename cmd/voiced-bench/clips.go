@@ -29,9 +29,10 @@ type recording struct {
 // utterance is a stretch of real speech cut from a recording, with the sample where the speech
 // ends (the true end of speech that the server's turn detector is measured against).
 type utterance struct {
-	name string
-	pcm  []float32 // 16 kHz: lead-in, speech, then nothing (the caller appends silence)
-	end  int       // samples of pcm up to the end of speech
+	name  string
+	pcm   []float32 // 16 kHz: lead-in, speech, then nothing (the caller appends silence)
+	start int       // samples of pcm before the speech (the lead-in)
+	end   int       // samples of pcm up to the end of speech
 }
 
 // loadRecordings reads the named files, or every *.pcm in dir (float32 LE 16 kHz, the format of
@@ -144,9 +145,10 @@ func splitUtterances(recs []recording) []utterance {
 			}
 			end := u.b * fl
 			out = append(out, utterance{
-				name: fmt.Sprintf("%s#%d", r.name, k),
-				pcm:  r.pcm[from:end],
-				end:  end - from,
+				name:  fmt.Sprintf("%s#%d", r.name, k),
+				pcm:   r.pcm[from:end],
+				start: u.a*fl - from,
+				end:   end - from,
 			})
 		}
 	}

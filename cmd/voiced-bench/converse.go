@@ -86,6 +86,7 @@ func runConverse(ctx context.Context, args []string) error {
 	mount := fs.String("speech-assets", os.Getenv("VOICED_SPEECH_ASSETS"), "with -mind-delay: the mount the servers use (default: a fresh fixture mount)")
 	rounds := fs.Int("rounds", 4, "with -mind-delay: conversations per side, alternating between the sides (-turns turns each)")
 	eagerness := fs.String("eagerness", "", "with -mind-delay: semantic_vad's eagerness (default: the server's, auto)")
+	fixtureSpeech := fs.Bool("fixture-speech", false, "with -mind-delay on the fixture mount: lay the fixture codec's tones of a short question (the server's own POST /v1/audio/speech) over each utterance's speech, so Silero hears speech and the fixture Whisper reads a finished question — on the fixture mount real speech alone reads as nonsense, which never reads finished, so nothing is speculated")
 	var files stringList
 	fs.Var(&files, "audio", "a speech file (.pcm float32 LE 16 kHz, or .wav); repeatable. Default: $VOICED_SILERO_TESTFILES/*.pcm")
 	if err := c.parse(fs, args); err != nil {
@@ -118,7 +119,7 @@ func runConverse(ctx context.Context, args []string) error {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		return speculationCompare{bin: *voicedBin, mount: *mount, delay: *mindDelay, sides: sides, rounds: *rounds,
-			turns: *turns, eagerness: *eagerness}.run(ctx, &c, utts)
+			turns: *turns, eagerness: *eagerness, fixtureSpeech: *fixtureSpeech}.run(ctx, &c, utts)
 	}
 	b := &converseBench{c: &c, silenceMs: *silenceMs, gap: *gap}
 	switch {

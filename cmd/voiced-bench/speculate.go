@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +21,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/voiced/voiced/speechcore/audio"
 )
 
 // The speculation comparison (converse -mind-delay): the same audio spoken to two voiced servers
@@ -136,6 +140,8 @@ type speculationCompare struct {
 	rounds     int      // conversations per side
 	turns      int      // turns per conversation
 	eagerness  string
+	// fixtureSpeech: utterances carry the fixture codec's tones of a question (fixtureQuestions).
+	fixtureSpeech bool
 }
 
 // run starts the mind and the servers, alternates conversations and reports.
@@ -196,13 +202,19 @@ func (sc speculationCompare) run(ctx context.Context, c *common, utts []utteranc
 		sideCommon := *c
 		sideCommon.base = s.url
 		sideCommon.token = base64.RawURLEncoding.EncodeToString(token)
+		if sc.fixtureSpeech && len(benches) == 0 {
+			if utts, err = withFixtureQuestions(ctx, &sideCommon, utts); err != nil {
+				return fmt.Errorf("-fixture-speech: %w", err)
+			}
+		}
 		benches[side] = &converseBench{c: &sideCommon, secret: []byte(secretText), gap: 300 * time.Millisecond,
 			utts: utts, turnType: "semantic_vad", eagerness: sc.eagerness}
 	}
 
 	start := time.Now()
 	r := newReport("converse (speculation)", map[string]any{"mind-delay": sc.delay.String(), "speculate": strings.Join(sc.sides, ","),
-		"rounds": sc.rounds, "turns": sc.turns, "turn_detection": "semantic_vad", "eagerness": sc.eagerness, "utterances": len(utts)})
+		"rounds": sc.rounds, "turns": sc.turns, "turn_detection": "semantic_vad", "eagerness": sc.eagerness, "utterances": len(utts),
+		"fixture-speech": sc.fixtureSpeech})
 	answers := map[string]*Series{}
 	for _, side := range sc.sides {
 		answers[side] = &Series{Name: "answer, speculate " + side + ": speaker stops → first audio delta", Unit: "ms",
@@ -295,4 +307,74 @@ func (b *converseBench) counters(ctx context.Context, name string) (map[string]f
 		}
 	}
 	return out, nil
+}
+
+// fixtureQuestions are spoken as the fixture codec's tones over the recorded speech (-fixture-speech).
+var fixtureQuestions = []string{"What time is it?", "Where is the station?", "Is it raining today?", "Can you help me?"}
+
+// withFixtureQuestions lays a fixture question's tones (24 kHz PCM from the server's POST
+// /v1/audio/speech, at 16 kHz) over each utterance's speech, from where the speech starts, and
+// cuts the speech where the tones end; utterances whose speech is shorter than the tones are left
+// out. Levels as tried by hand: speech to a 0.3 peak, the tones at 0.3 of theirs — Silero then
+// hears speech throughout and the fixture Whisper reads the question ("wOʌtbtˈIm ɪz ɪt?": the
+// speech costs it a phoneme or two, the question mark stays).
+func withFixtureQuestions(ctx context.Context, c *common, utts []utterance) ([]utterance, error) {
+	var tones [][]float32
+	for _, q := range fixtureQuestions {
+		body, _ := json.Marshal(map[string]any{"input": q, "response_format": "pcm"})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.http("/v1/audio/speech"), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header = c.authHeader()
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		pcm, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("POST /v1/audio/speech: %d %v: %.200s", resp.StatusCode, err, pcm)
+		}
+		f, err := audio.PCM16ToFloat32(pcm)
+		if err != nil {
+			return nil, err
+		}
+		tones = append(tones, audio.Resample(f, rate24k, rate16k))
+	}
+	out := layTones(utts, tones, fixtureQuestions)
+	if len(out) == 0 {
+		return nil, errors.New("no utterance is as long as a question's tones")
+	}
+	return out, nil
+}
+
+// layTones is withFixtureQuestions' mixing: utterance i gets tones[i % len(tones)] from its speech's
+// start, the speech normalised to a 0.3 peak, the tones at 0.3, cut where the tones end.
+func layTones(utts []utterance, tones [][]float32, names []string) []utterance {
+	var out []utterance
+	for i, u := range utts {
+		q := tones[i%len(tones)]
+		if u.end-u.start < len(q) {
+			continue
+		}
+		peak := 0.0
+		for _, v := range u.pcm[u.start:u.end] {
+			peak = max(peak, math.Abs(float64(v)))
+		}
+		if peak == 0 {
+			continue
+		}
+		gain := float32(0.3 / peak)
+		pcm := make([]float32, u.start+len(q))
+		for k := range u.start {
+			pcm[k] = u.pcm[k] * gain
+		}
+		for k, t := range q {
+			pcm[u.start+k] = u.pcm[u.start+k]*gain + 0.3*t
+		}
+		out = append(out, utterance{name: u.name + "+" + names[i%len(tones)], pcm: pcm, start: u.start, end: len(pcm)})
+	}
+	return out
 }
