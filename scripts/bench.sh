@@ -64,8 +64,14 @@ if [[ $converse == 1 ]]; then
 	# fixture mount the speech carries the codec's tones of a question (-fixture-speech): real
 	# speech alone reads as nonsense there, which never reads finished.
 	if has speculate; then
+		# The silero recordings' words are too short to carry a question's tones: pocketsphinx-testdata's
+		# (scripts/install-deps.sh --test installs them) are used when present.
 		fixture=()
-		[[ -z ${VOICED_SPEECH_ASSETS:-} ]] && fixture=(-fixture-speech)
+		ps=/usr/share/pocketsphinx/test/data
+		if [[ -z ${VOICED_SPEECH_ASSETS:-} ]]; then
+			fixture=(-fixture-speech)
+			for f in goforward something numbers; do [[ -f $ps/$f.raw ]] && fixture+=(-audio "$ps/$f.raw"); done
+		fi
 		"${bench[@]}" converse -mind-delay 300ms -voiced "$BIN" -speech-assets "$mount" -rounds 2 -turns 5 \
 			"${fixture[@]}" -json "$OUT/converse-speculation.json"
 	fi

@@ -36,7 +36,8 @@ type utterance struct {
 }
 
 // loadRecordings reads the named files, or every *.pcm in dir (float32 LE 16 kHz, the format of
-// silero-vad-go's testfiles). A .wav file is decoded and resampled to 16 kHz.
+// silero-vad-go's testfiles). A .wav file is decoded and resampled to 16 kHz; a .raw file is
+// PCM16LE mono 16 kHz (pocketsphinx-testdata's recordings).
 func loadRecordings(files []string, dir string) ([]recording, error) {
 	if len(files) == 0 {
 		if dir == "" {
@@ -62,6 +63,8 @@ func loadRecordings(files []string, dir string) ([]recording, error) {
 		switch strings.ToLower(filepath.Ext(f)) {
 		case ".pcm", ".f32":
 			pcm, err = float32LE(b)
+		case ".raw":
+			pcm, err = audio.PCM16ToFloat32(b)
 		case ".wav":
 			var r int
 			pcm, r, err = audio.DecodeWAVBytes(b)
@@ -69,7 +72,7 @@ func loadRecordings(files []string, dir string) ([]recording, error) {
 				pcm = audio.Resample(pcm, r, rate16k)
 			}
 		default:
-			err = errors.New("want .pcm (float32 LE 16 kHz) or .wav")
+			err = errors.New("want .pcm (float32 LE 16 kHz), .raw (PCM16LE 16 kHz) or .wav")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)

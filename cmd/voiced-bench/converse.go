@@ -88,7 +88,7 @@ func runConverse(ctx context.Context, args []string) error {
 	eagerness := fs.String("eagerness", "", "with -mind-delay: semantic_vad's eagerness (default: the server's, auto)")
 	fixtureSpeech := fs.Bool("fixture-speech", false, "with -mind-delay on the fixture mount: lay the fixture codec's tones of a short question (the server's own POST /v1/audio/speech) over each utterance's speech, so Silero hears speech and the fixture Whisper reads a finished question — on the fixture mount real speech alone reads as nonsense, which never reads finished, so nothing is speculated")
 	var files stringList
-	fs.Var(&files, "audio", "a speech file (.pcm float32 LE 16 kHz, or .wav); repeatable. Default: $VOICED_SILERO_TESTFILES/*.pcm")
+	fs.Var(&files, "audio", "a speech file (.pcm float32 LE 16 kHz, .raw PCM16LE 16 kHz, or .wav); repeatable. Default: $VOICED_SILERO_TESTFILES/*.pcm")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
