@@ -13,7 +13,9 @@ import (
 // answers at once: the session's own overhead per turn (encode, queue, write, read back).
 func BenchmarkTextTurnFirstAudio(b *testing.B) {
 	t := b
-	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
+	// The event rate limit off: the loop sends a response.create per turn, faster than the
+	// 100/s a client may (it would be refused, then closed 1008).
+	ts := newTestServer(t, Config{EventRate: -1, Engines: Engines{Voice: fakeVoice{}}})
 	c := &client{t: t}
 	conn, _, err := websocket.Dial(context.Background(), "ws"+ts.URL[4:]+"/v1/voice?ticket="+ts.ticket(t), nil)
 	if err != nil {
