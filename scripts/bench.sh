@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: start bin/voiced on a fixture mount on a free loopback port (temp token, data dir and
-# JWT secret), run the three voiced-bench modes briefly, stop the server. Bounded: < 2 minutes.
+# JWT secret), run the three voiced-bench modes briefly, stop the server. Bounded: ~4 minutes
+# (the speculation comparison starts two more servers of its own).
 # Run through `make bench` (it exports the cgo and library variables); results also go to
 # $BENCH_OUT (default var/bench) as JSON.
 set -euo pipefail
@@ -31,7 +32,7 @@ head -c 48 /dev/urandom | base64 | tr -d '/+=' >"$tmp/jwt.secret"
 # Flags the binary may not have yet (the conversation component): pass only those it lists.
 help=$("$BIN" serve -h 2>&1 || true)
 extra=()
-has() { grep -q -- "-$1 " <<<"$help"; }
+has() { grep -qE -- "^ +-$1( |$)" <<<"$help"; }  # a bool flag has no type after its name
 converse=1
 if has jwt-secret-file; then extra+=(--jwt-secret-file "$tmp/jwt.secret"); else converse=0; fi
 has max-conversations && extra+=(--max-conversations 64)
@@ -73,7 +74,7 @@ if [[ $converse == 1 ]]; then
 			for f in goforward something numbers; do [[ -f $ps/$f.raw ]] && fixture+=(-audio "$ps/$f.raw"); done
 		fi
 		"${bench[@]}" converse -mind-delay 300ms -voiced "$BIN" -speech-assets "$mount" -rounds 2 -turns 5 \
-			"${fixture[@]}" -json "$OUT/converse-speculation.json"
+			-timeout 5m "${fixture[@]}" -json "$OUT/converse-speculation.json"
 	fi
 else
 	echo "bench: converse skipped: this voiced has no --jwt-secret-file (the conversation component is not wired yet)"
