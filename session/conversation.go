@@ -179,6 +179,7 @@ func (c *conversation) run(parent context.Context) {
 	c.refreshBudget(c.ctx)
 	if err := c.start(); err != nil {
 		c.fail(err)
+		c.awaitClose() // the writer sends the error and the close before run's return cancels it
 		return
 	}
 	idleTimeout := c.srv.cfg.IdleTimeout
