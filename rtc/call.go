@@ -245,7 +245,10 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 	for {
 		// Packets held behind a gap are released at their deadline even if the sender went
 		// quiet: the read returns a timeout then.
-		dl, _ := in.deadline()
+		dl, held := in.deadline()
+		if idle, ok := in.idle(); ok && (!held || idle.Before(dl)) {
+			dl = idle // a sender that sends nothing is filled in with silence (jitter.go, idleAfter)
+		}
 		if !dl.Equal(armed) {
 			if err := t.SetReadDeadline(dl); err != nil {
 				return
@@ -258,7 +261,8 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 		case err == nil:
 			steps = in.push(p, time.Now())
 		case isTimeout(err):
-			steps = in.expire(time.Now())
+			now := time.Now()
+			steps = append(in.expire(now), in.fill(now)...)
 		default:
 			return
 		}

@@ -31,6 +31,15 @@ const (
 	// timestamp, and 1 s of silence already ends any turn the detector holds open (server_vad's
 	// default wait is 500 ms). It bounds the memory and the detector's work one packet can cause.
 	maxSilence = opus.SampleRate
+	// idleAfter: a sender that sends nothing at all for this long (a stalled network, a browser
+	// that stops a muted track, DTX between its 400 ms keep-alives) has its silence put in by the
+	// wall clock, up to fillLag behind it, and again each idleAfter while nothing comes, so turn
+	// detection and the session's clock go on. The sender's RTP clock is advanced by what was put
+	// in, so a packet whose timestamp then jumps (DTX) adds only the rest: nothing is counted
+	// twice. A packet merely delayed past idleAfter is still decoded after the silence (the
+	// timeline then runs that much ahead, never more than the delay).
+	idleAfter = 200 * time.Millisecond
+	fillLag   = 100 * time.Millisecond
 )
 
 // frameStep is one step for the decoder, in sequence order: a packet to decode; a frame lost,
@@ -68,6 +77,7 @@ type inbound struct {
 	lastSamples int       // the last frame's length (what PLC conceals)
 	origin      time.Time // when the first packet arrived
 	emitted     int64     // samples (48 kHz) of every step so far
+	last        time.Time // when the last packet arrived or silence was filled in (idleAfter)
 	// samples is a packet's length in samples at 48 kHz (opus.PacketSamples; tests stub it).
 	samples func(payload []byte) (int, error)
 }
@@ -85,6 +95,7 @@ func (in *inbound) push(p *rtp.Packet, now time.Time) []frameStep {
 	if !in.started {
 		in.started, in.head, in.newest, in.origin = true, p.SequenceNumber, p.SequenceNumber, now
 	}
+	in.last = now
 	d := ahead(p.SequenceNumber, in.head)
 	if d < 0 {
 		return nil // late (already concealed or skipped) or a duplicate
@@ -110,6 +121,38 @@ func (in *inbound) push(p *rtp.Packet, now time.Time) []frameStep {
 // concealed. The reader calls it at deadline.
 func (in *inbound) expire(now time.Time) []frameStep {
 	return in.release(nil, now)
+}
+
+// idle is when the sender, silent since the last packet or fill, is filled in (ok false before
+// the first packet).
+func (in *inbound) idle() (at time.Time, ok bool) {
+	if !in.started {
+		return time.Time{}, false
+	}
+	return in.last.Add(idleAfter), true
+}
+
+// fill puts in the silence of a sender that has sent nothing since idleAfter: up to fillLag
+// behind the wall clock since the first packet, at most maxSilence at once. Nothing while
+// packets are held (they are released first, by expire).
+func (in *inbound) fill(now time.Time) []frameStep {
+	if !in.started || now.Before(in.last.Add(idleAfter)) {
+		return nil
+	}
+	in.last = now
+	if in.held > 0 {
+		return nil
+	}
+	wall := int64((now.Sub(in.origin) - fillLag) / (time.Second / opus.SampleRate))
+	n := min(wall-in.emitted, maxSilence)
+	if n <= 0 {
+		return nil
+	}
+	in.emitted += n
+	if in.tsKnown {
+		in.nextTS += uint32(n)
+	}
+	return []frameStep{{silence: int(n)}}
 }
 
 // deadline is when the packets held behind a gap are released if none arrives (zero, ok false:

@@ -205,6 +205,24 @@ func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, *Endpoint, func
 	}
 }
 
+// heardUpTo is the first n samples the owner heard; anything heard after them must be the
+// silence a sender that stopped is filled in with (idleAfter).
+func (o *owner) heardUpTo(t *testing.T, n int) []float32 {
+	t.Helper()
+	o.mu.Lock()
+	heard := append([]float32(nil), o.audio...)
+	o.mu.Unlock()
+	if len(heard) < n {
+		t.Fatalf("heard %d samples, want %d", len(heard), n)
+	}
+	for i, v := range heard[n:] {
+		if v != 0 {
+			t.Fatalf("sample %d, after the %d sent, is %v: want only the silence of a stopped sender", n+i, n, v)
+		}
+	}
+	return heard[:n]
+}
+
 // heardSamples is how much audio the owner has heard.
 func (o *owner) heardSamples() int {
 	o.mu.Lock()
@@ -248,9 +266,7 @@ func TestCallReleasesAfterLoss(t *testing.T) {
 	waitFor(t, func() bool { return o.heardSamples() >= want })
 	took := time.Since(sentLast)
 	t.Logf("the frames behind the loss were heard %v after the last packet was sent (bound %v + the network)", took, holdMax)
-	if got := o.heardSamples(); got != want {
-		t.Fatalf("heard %d samples, want %d (%d frames)", got, want, frames)
-	}
+	o.heardUpTo(t, want)
 	// Generous: the bound is holdMax; a loaded 2-core box adds scheduling, never seconds.
 	if took > time.Second {
 		t.Fatalf("released %v after the last packet, want about %v", took, holdMax)
@@ -296,13 +312,11 @@ func TestCallDTXKeepsTime(t *testing.T) {
 	}
 	want := (2*talk + pause) * opus.FrameSamples
 	waitFor(t, func() bool { return o.heardSamples() >= want })
-	o.mu.Lock()
-	heard := append([]float32(nil), o.audio...)
-	o.mu.Unlock()
-	t.Logf("sent %d packets over %d frames of sender time: heard %d samples (%d ms), want %d", 2*talk, 2*talk+pause, len(heard), len(heard)/48, want)
-	if len(heard) != want {
-		t.Fatalf("heard %d samples, want %d: the pause of %d ms is not kept", len(heard), want, pause*20)
-	}
+	// The pause is filled by the wall clock while nothing comes, then by the timestamp jump for the
+	// rest: a pause kept too long pushes speech past the samples sent (heardUpTo fails), one kept
+	// too short pulls speech into the pause (the loop below fails).
+	heard := o.heardUpTo(t, want)
+	t.Logf("sent %d packets over %d frames of sender time: want %d samples", 2*talk, 2*talk+pause, want)
 	for i := talk * opus.FrameSamples; i < (talk+pause)*opus.FrameSamples; i++ {
 		if heard[i] != 0 {
 			t.Fatalf("sample %d, in the pause, is %v: want silence", i, heard[i])
@@ -392,14 +406,9 @@ func TestCallLossAndReorder(t *testing.T) {
 	}
 	// The last packets wait for nothing (no loss at the end): everything sent is heard.
 	waitFor(t, func() bool { o.mu.Lock(); defer o.mu.Unlock(); return len(o.audio) >= len(want) })
-	o.mu.Lock()
-	heard := append([]float32(nil), o.audio...)
-	o.mu.Unlock()
+	heard := o.heardUpTo(t, len(want))
 	t.Logf("frame %d lost alone, %v in a row; %d and %d reordered", lostAlone, burst, swapA, lateB)
-	t.Logf("sent %d packets (%d lost, 2 reordered): heard %d samples, want %d (%d frames)", len(order), len(gone), len(heard), len(want), len(packets))
-	if len(heard) != len(want) {
-		t.Fatalf("heard %d samples, want %d: the stream's duration is %d frames", len(heard), len(want), len(packets))
-	}
+	t.Logf("sent %d packets (%d lost, 2 reordered): want %d samples (%d frames)", len(order), len(gone), len(want), len(packets))
 	for i := range want {
 		if heard[i] != want[i] {
 			t.Fatalf("sample %d (frame %d) differs from the in-order decode with FEC/PLC: %v, want %v", i, i/opus.FrameSamples, heard[i], want[i])
@@ -432,4 +441,87 @@ func fecLoss(t *testing.T, packets [][]byte, from, to int) int {
 	}
 	t.Fatalf("no frame in [%d, %d) whose next packet carries FEC: is the encoder's in-band FEC on?", from, to)
 	return 0
+}
+
+// A sender that sends nothing at all is filled in by the wall clock (up to fillLag behind it,
+// each idleAfter), and a packet whose timestamp then jumps adds only the rest of its pause.
+func TestInboundFillsASilentSender(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	pkt := func(seq uint16, ts int) *rtp.Packet {
+		return &rtp.Packet{Header: rtp.Header{SequenceNumber: seq, Timestamp: uint32(ts * opus.FrameSamples)}, Payload: []byte(fmt.Sprint(seq))}
+	}
+	in := newInbound()
+	in.samples = func([]byte) (int, error) { return opus.FrameSamples, nil }
+	if got := describe(in.fill(at(0))); got != "" {
+		t.Fatalf("before the first packet: %q, want nothing", got)
+	}
+	var steps []frameStep
+	steps = append(steps, in.push(pkt(1, 0), at(0))...)
+	steps = append(steps, in.push(pkt(2, 1), at(20))...)
+	steps = append(steps, in.fill(at(100))...) // not idle yet (idle at 220)
+	steps = append(steps, in.fill(at(300))...) // to 200 ms: 9600 − 1920
+	steps = append(steps, in.fill(at(400))...) // not idle since the last fill (idle at 500)
+	steps = append(steps, in.fill(at(600))...) // to 500 ms: 24000 − 9600
+	steps = append(steps, in.push(pkt(3, 35), at(700))...)
+	if got, want := describe(steps), "1 2 sil7680 sil14400 sil9600 3"; got != want {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	if idle, ok := in.idle(); !ok || !idle.Equal(at(900)) {
+		t.Fatalf("idle at %v, want 200 ms after the last packet", idle)
+	}
+
+	// A sender that resumes without its clock having run on: nothing more is put in.
+	in2 := newInbound()
+	in2.samples = in.samples
+	steps = append(in2.push(pkt(1, 0), at(0)), in2.fill(at(600))...)
+	steps = append(steps, in2.push(pkt(2, 1), at(620))...)
+	if got, want := describe(steps), "1 sil23040 2"; got != want {
+		t.Fatalf("resumed: %q, want %q", got, want)
+	}
+
+	// While a packet is held behind a gap, the gap is decided first (expire), not filled.
+	in3 := newInbound()
+	in3.samples = in.samples
+	in3.push(pkt(1, 0), at(0))
+	in3.push(pkt(3, 2), at(20))
+	if got := describe(in3.fill(at(400))); got != "" {
+		t.Fatalf("with a packet held: %q, want nothing", got)
+	}
+}
+
+// TestCallSilentSenderKeepsTime: a sender that stops sending entirely (no DTX keep-alives): the
+// call goes on hearing silence in real time, so a turn held open can end.
+func TestCallSilentSenderKeepsTime(t *testing.T) {
+	leakCheck(t)
+	speech := speech16k(t)
+	mic, o, _, done := rtpCall(t)
+	defer done()
+	enc, err := opus.NewEncoder(32000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	const frames = 25 // 500 ms
+	pcm := audio.Float32ToInt16(audio.Resample(speech[:frames*320], 16000, opus.SampleRate))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := range frames {
+		p, err := enc.Encode(pcm[i*opus.FrameSamples : (i+1)*opus.FrameSamples])
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-tick.C
+		if err := mic.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 111, SequenceNumber: uint16(40 + i),
+			Timestamp: uint32(i * opus.FrameSamples), SSRC: 1}, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := time.Now()
+	sent := frames * opus.FrameSamples
+	want := sent + opus.SampleRate/2 // half a second of the silence that follows
+	waitFor(t, func() bool { return o.heardSamples() >= want })
+	o.heardUpTo(t, sent) // what follows the speech is silence
+	t.Logf("500 ms of silence heard %v after the sender stopped (fill each %v, %v behind the wall clock)",
+		time.Since(stopped).Round(time.Millisecond), idleAfter, fillLag)
 }
