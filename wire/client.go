@@ -236,6 +236,7 @@ func decode(data []byte, d Dialect) (ClientEvent, *Error) {
 func decodeGeneral(data []byte, d Dialect) (ClientEvent, *Error) {
 	var env envelope
 	if err := json.Unmarshal(data, &env); err != nil {
+		env.EventID = eventIDOf(env.EventID)
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			if typeErr.Field == "type" {
@@ -252,10 +253,23 @@ func decodeGeneral(data []byte, d Dialect) (ClientEvent, *Error) {
 		// A JSON value that is not an object (array, string, number).
 		return nil, ErrInvalidEvent("", "The event must be a JSON object.")
 	}
+	if len(env.EventID) > MaxIDBytes {
+		return nil, ErrStringTooLong("event_id", "", MaxIDBytes, len(env.EventID))
+	}
 	if env.Type == nil {
 		return nil, ErrInvalidEvent(env.EventID, "The 'type' field is missing.")
 	}
 	h := ClientHeader{Type: *env.Type, EventID: env.EventID}
+	for _, id := range []struct {
+		param string
+		v     *string
+	}{{"previous_item_id", env.PreviousItemID}, {"item_id", env.ItemID}, {"response_id", env.ResponseID}} {
+		if id.v != nil {
+			if err := boundString(*id.v, id.param, h.EventID, MaxIDBytes); err != nil {
+				return nil, err
+			}
+		}
+	}
 	switch h.Type {
 	case TypeSessionUpdate, TypeTranscriptionSessionUpdate:
 		return decodeSessionUpdate(h, env.Session, d)

@@ -77,7 +77,7 @@ func decodeCommonKey(p *SessionPatch, k string, raw json.RawMessage, id string) 
 	case "model":
 		p.Model, err = fieldOf(raw, param, id, parseString)
 	case "instructions":
-		p.Instructions, err = fieldOf(raw, param, id, parseString)
+		p.Instructions, err = fieldOf(raw, param, id, parseInstructions)
 	case "tools":
 		p.Tools, err = fieldOf(raw, param, id, parseTools)
 		p.Ignored = append(p.Ignored, hostedTools(raw, param)...)
@@ -237,7 +237,7 @@ func decodeResponseParams(raw json.RawMessage, d Dialect, id string) (ResponsePa
 			if isNull(raw) {
 				continue
 			}
-			if err := unmarshalObject(raw, param, id, &p.Metadata); err != nil {
+			if p.Metadata, err = parseMetadata(raw, param, id); err != nil {
 				return p, err
 			}
 		case "input":
@@ -257,7 +257,7 @@ func decodeResponseParams(raw json.RawMessage, d Dialect, id string) (ResponsePa
 				return items, nil
 			})
 		case "instructions":
-			p.Instructions, err = fieldOf(raw, param, id, parseString)
+			p.Instructions, err = fieldOf(raw, param, id, parseInstructions)
 		case "modalities", "output_modalities":
 			p.TextOnly, err = fieldOf(raw, param, id, parseModalities)
 		case "voice":
@@ -341,6 +341,14 @@ func decodeItem(raw json.RawMessage, param string, d Dialect, id string) (Item, 
 		return Item{}, err
 	}
 	it := Item{ID: deref(in.ID), CallID: deref(in.CallID), Name: deref(in.Name), Arguments: deref(in.Arguments), Output: deref(in.Output)}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"id", it.ID, MaxIDBytes}, {"call_id", it.CallID, MaxIDBytes}, {"name", it.Name, MaxNameBytes}} {
+		if err := boundString(f.v, param+"."+f.name, id, f.max); err != nil {
+			return Item{}, err
+		}
+	}
 	typ := deref(in.Type)
 	if typ == "" && in.Role != nil {
 		typ = string(ItemMessage)
@@ -567,11 +575,23 @@ func parseVoice(raw json.RawMessage, param, id string) (string, *Error) {
 		if v.ID == "" {
 			return "", ErrMissingParameter(param+".id", id)
 		}
-		return v.ID, nil
+		return v.ID, boundString(v.ID, param+".id", id, MaxNameBytes)
 	}
 	s, err := parseString(raw, param, id)
 	if err == nil && s == "" {
 		err = ErrInvalidValue(param, id, "Invalid value: ''. The voice must not be empty.")
+	}
+	if err == nil {
+		err = boundString(s, param, id, MaxNameBytes)
+	}
+	return s, err
+}
+
+// parseInstructions reads instructions, within MaxInstructionsBytes.
+func parseInstructions(raw json.RawMessage, param, id string) (string, *Error) {
+	s, err := parseString(raw, param, id)
+	if err == nil {
+		err = boundString(s, param, id, MaxInstructionsBytes)
 	}
 	return s, err
 }
@@ -618,8 +638,18 @@ func parseFormat(raw json.RawMessage, param, id string) (AudioFormat, *Error) {
 
 func parseTranscription(raw json.RawMessage, param, id string) (Transcription, *Error) {
 	var t Transcription
-	err := unmarshalObject(raw, param, id, &t)
-	return t, err
+	if err := unmarshalObject(raw, param, id, &t); err != nil {
+		return t, err
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"model", t.Model, MaxNameBytes}, {"language", t.Language, MaxNameBytes}, {"prompt", t.Prompt, MaxTranscriptionPromptBytes}} {
+		if err := boundString(f.v, param+"."+f.name, id, f.max); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
 }
 
 func parseNoiseReduction(raw json.RawMessage, param, id string) (string, *Error) {
@@ -721,6 +751,9 @@ func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 	if json.Unmarshal(raw, &list) != nil {
 		return nil, invalidType(param, "an array", raw, id)
 	}
+	if len(list) > MaxTools {
+		return nil, ErrArrayTooLong(param, id, MaxTools, len(list))
+	}
 	tools := make([]Tool, 0, len(list))
 	for i, r := range list {
 		p := fmt.Sprintf("%s[%d]", param, i)
@@ -744,10 +777,17 @@ func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 		if in.Name == "" {
 			return nil, ErrMissingParameter(p+".name", id)
 		}
+		if err := boundString(in.Name, p+".name", id, MaxNameBytes); err != nil {
+			return nil, err
+		}
 		if isNull(in.Parameters) {
 			in.Parameters = nil
 		}
 		tools = append(tools, Tool{Type: "function", Name: in.Name, Description: in.Description, Parameters: in.Parameters})
+	}
+	if n := toolsBytes(tools); n > MaxToolsBytes {
+		return nil, invalidRequest(CodeStringTooLong, param, id,
+			"Invalid '%s': the tools' definitions are too long together. Expected at most %d bytes (names, descriptions and parameters), but got %d instead.", param, MaxToolsBytes, n)
 	}
 	return tools, nil
 }
@@ -761,7 +801,7 @@ func parseToolChoice(raw json.RawMessage, param, id string) (ToolChoice, *Error)
 		case "":
 			return ToolChoice{}, ErrInvalidValue(param, id, "Invalid value: ''. Supported values are: 'auto', 'none', 'required', or a function.")
 		}
-		return ToolChoice{Mode: ToolChoiceFunction, Name: s}, nil // beta: a function's name
+		return ToolChoice{Mode: ToolChoiceFunction, Name: s}, boundString(s, param, id, MaxNameBytes) // beta: a function's name
 	}
 	var in struct {
 		Type     string `json:"type"`
@@ -783,7 +823,7 @@ func parseToolChoice(raw json.RawMessage, param, id string) (ToolChoice, *Error)
 	if name == "" {
 		return ToolChoice{}, ErrMissingParameter(param+".name", id)
 	}
-	return ToolChoice{Mode: ToolChoiceFunction, Name: name}, nil
+	return ToolChoice{Mode: ToolChoiceFunction, Name: name}, boundString(name, param+".name", id, MaxNameBytes)
 }
 
 // parseMaxTokens: "inf" is 0; otherwise 1..4096.

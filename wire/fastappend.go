@@ -40,8 +40,8 @@ func appendFast(data []byte) (ev *InputAudioBufferAppend, ok bool) {
 			}
 			typ, haveType = val, true
 		case "event_id":
-			if haveID {
-				return nil, false
+			if haveID || len(val) > MaxIDBytes {
+				return nil, false // the general decoder refuses it by name
 			}
 			id, haveID = val, true
 		case "audio":
