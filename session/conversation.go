@@ -88,7 +88,7 @@ type shared struct {
 	items     []*entry
 	active    *reply
 	outOfBand map[string]*reply // running out-of-band responses by id
-	textHeld  int               // bytes of client text in items (maxConversationText)
+	held      int               // bytes the items keep (Config.ConversationBytes), and running responses' input
 	idle      *time.Timer       // set once under mu before the input loop runs; its callback reads it under mu
 	// playing is the reply audio handed to Media.Player: where the next sample queued will play
 	// on the player's timeline, and the assistant message being played (nil without a player).

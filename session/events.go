@@ -326,6 +326,9 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Audio: raw}}}, ready: make(chan struct{})}
 	prev := c.appendEntry(e, "")
+	c.mu.Lock()
+	c.recount(e) // the item, not its audio (--session-limit bounds that)
+	c.mu.Unlock()
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
 	it := cloneItem(e.item)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: it})
@@ -359,6 +362,9 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	}
 	c.mu.Lock()
 	e.item.Content[0].Transcript = &text
+	if c.indexOf(e.item.ID) >= 0 {
+		c.recount(e) // a deleted item's bytes were given back: nothing to count
+	}
 	c.mu.Unlock()
 	if report {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
@@ -416,17 +422,17 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
 		return
 	}
-	ent := &entry{item: it, text: itemText(it)}
+	// Every byte the client hands over is counted, its audio too (with a transcript it is not
+	// heard, so nothing else would bound it).
+	ent := &entry{item: it, countAudio: true, held: itemBytes(it, true)}
 	if e.PreviousItemID != "" && e.PreviousItemID != "root" {
 		if _, ok := c.itemCopy(e.PreviousItemID); !ok {
 			c.send(wire.ErrItemNotFound("previous_item_id", e.PreviousItemID, e.ClientEventID()))
 			return
 		}
 	}
-	if !c.holdText(ent.text) {
-		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeConversationTooLarge, Param: "item", EventID: e.ClientEventID(),
-			Message: fmt.Sprintf("This conversation already holds the most text it may (%d MiB, items added by conversation.item.create): "+
-				"delete items (conversation.item.delete) before adding more.", maxConversationText>>20)})
+	if !c.hold(ent.held) {
+		c.send(c.conversationFull("item", e.ClientEventID()))
 		return
 	}
 	// A user audio part without a transcript is heard like committed audio, so the mind has words.
@@ -444,7 +450,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		c.heardSamples.Add(int64(len(pcm)))
 		c.meterNow()
 		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
-			c.holdText(-ent.text) // not added: the conversation is closing
+			c.hold(-ent.held) // not added: the conversation is closing
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -24,33 +25,63 @@ type entry struct {
 	// truncated: a conversation.item.truncate cut it to what the client played; the reply still
 	// writing it (its last piece, its response.done) must not extend or restore it.
 	truncated bool
-	// text is the bytes of text the client handed over in it (conversation.item.create), counted
-	// in shared.textHeld until the item is deleted.
-	text int
+	// held is the bytes this item keeps that count toward Config.ConversationBytes (itemBytes), in
+	// shared.held until the item is deleted; countAudio: its audio counts too (a client handed it
+	// over in conversation.item.create; committed audio is bounded by --session-limit instead).
+	held       int
+	countAudio bool
 }
 
-// maxConversationText bounds the text clients hand over in conversation.item.create that one
-// conversation holds: audio counts toward --session-limit, text toward nothing else, and a client
-// adding 16 MiB items (the read limit) a hundred times a second would grow the server without
-// bound. A model's context is ~128k tokens, about half a MiB of text: 32 MiB is far past any
-// conversation a mind can read. Past it an item.create is refused conversation_too_large; a
-// conversation.item.delete makes room.
-const maxConversationText = 32 << 20
+// DefaultConversationBytes bounds what one conversation's items keep: every byte a client hands over
+// in conversation.item.create (ids, text, transcripts, image data URIs, call names, arguments and
+// outputs, audio), the text and transcripts the conversation's own turns and replies add, each
+// item's and content part's own size, and a running response's input items. Audio committed from
+// the input buffer counts toward --session-limit instead, and reply audio kept for retrieve toward
+// keptAudio. A model's context is ~128k tokens, about half a MiB of text: 32 MiB is far past any
+// conversation a mind can read. Past it a conversation.item.create or a response.create is
+// refused conversation_too_large; a conversation.item.delete makes room.
+const DefaultConversationBytes = 32 << 20
 
 // codeConversationTooLarge names that refusal.
 const codeConversationTooLarge = "conversation_too_large"
 
-// itemText is the bytes of text an item carries (its parts' text, transcripts and image data
-// URIs, a function call's name and arguments, an output).
-func itemText(it wire.Item) int {
-	n := len(it.Name) + len(it.Arguments) + len(it.Output)
+// itemOverhead and partOverhead are what an item (its entry and the slice slot that holds it) and
+// a content part cost in memory besides the bytes they point to (unsafe.Sizeof on 64-bit, rounded
+// up; TestItemOverhead checks them): counted so that a million empty items cost what they cost.
+const (
+	itemOverhead = 320
+	partOverhead = 96
+)
+
+// itemBytes is what it keeps in memory: its strings, its content parts' text, transcripts, image
+// data URIs and (withAudio) audio, and the overheads above.
+func itemBytes(it wire.Item, withAudio bool) int {
+	n := itemOverhead + len(it.ID) + len(it.Name) + len(it.Arguments) + len(it.Output) + len(it.CallID)
 	for _, p := range it.Content {
-		n += len(p.Text) + len(p.ImageURL)
+		n += partOverhead + len(p.Text) + len(p.ImageURL) + len(p.Detail)
 		if p.Transcript != nil {
 			n += len(*p.Transcript)
 		}
+		if withAudio {
+			n += len(p.Audio)
+		}
 	}
 	return n
+}
+
+// conversationFull is the refusal of what would take a conversation past Config.ConversationBytes.
+func (c *conversation) conversationFull(param, eventID string) *wire.Error {
+	return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeConversationTooLarge, Param: param, EventID: eventID,
+		Message: fmt.Sprintf("This conversation already holds the most it may (%s of items: their text, ids and audio, "+
+			"and the input of its running responses): delete items (conversation.item.delete) before adding more.", sizeText(c.srv.cfg.ConversationBytes))}
+}
+
+// sizeText writes n bytes for a person: in MiB when whole.
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // keptAudio bounds the assistant audio a conversation keeps for conversation.item.retrieve: the
@@ -142,21 +173,30 @@ func (c *conversation) deleteItem(id string) bool {
 	if i < 0 {
 		return false
 	}
-	c.textHeld -= c.items[i].text
+	c.held -= c.items[i].held
 	c.items = slices.Delete(c.items, i, i+1)
 	return true
 }
 
-// holdText counts n bytes of client text toward maxConversationText: false (nothing counted)
-// when they do not fit.
-func (c *conversation) holdText(n int) bool {
+// hold counts n more bytes toward Config.ConversationBytes: false (nothing counted) when they do not
+// fit. n < 0 gives bytes back.
+func (c *conversation) hold(n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.textHeld+n > maxConversationText {
+	if n > 0 && c.held+n > c.srv.cfg.ConversationBytes {
 		return false
 	}
-	c.textHeld += n
+	c.held += n
 	return true
+}
+
+// recount brings e's count up to what it keeps now, under mu. Content the conversation makes
+// itself (transcripts, a reply's text and calls) is never refused: it is bounded by the turn or
+// the reply that makes it, and counted so that the next item.create or response.create sees it.
+func (c *conversation) recount(e *entry) {
+	n := itemBytes(e.item, e.countAudio)
+	c.held += n - e.held
+	e.held = n
 }
 
 // itemCopy returns a copy of item id safe to hand to the writer.
@@ -210,6 +250,7 @@ func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
 		return wire.ErrAudioEndTooLong(totalMs, t.AudioEndMs, t.ClientEventID())
 	}
 	e.cut(t.ContentIndex, e.spoken, t.AudioEndMs*speakRate/1000)
+	c.recount(e)
 	return nil
 }
 

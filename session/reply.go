@@ -63,9 +63,32 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		outOfBand: p.Conversation == "none", spec: spec}
+	// A response's own input items are kept while it runs: counted toward the conversation's
+	// bytes until it ends. A response that writes the conversation is refused once the
+	// conversation is full (only what the conversation makes itself takes it there: a reply's
+	// output passes the bound by at most one reply).
+	inBytes := 0
+	if p.Input.Set() {
+		for _, it := range p.Input.Value {
+			inBytes += itemBytes(it, true)
+		}
+	}
+	if !c.hold(inBytes) {
+		cancel(nil)
+		spec.drop()
+		return c.conversationFull("response.input", eventID)
+	}
 	c.mu.Lock()
+	if !r.outOfBand && c.held >= c.srv.cfg.ConversationBytes {
+		c.held -= inBytes
+		c.mu.Unlock()
+		cancel(nil)
+		spec.drop()
+		return c.conversationFull("response", eventID)
+	}
 	if r.outOfBand {
 		if len(c.outOfBand) >= maxOutOfBand {
+			c.held -= inBytes
 			c.mu.Unlock()
 			cancel(nil)
 			return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeTooManyResponses, EventID: eventID,
@@ -78,6 +101,7 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 	} else {
 		if a := c.active; a != nil {
 			if !a.cancelled {
+				c.held -= inBytes
 				c.mu.Unlock()
 				cancel(nil)
 				spec.drop()
@@ -96,6 +120,7 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 	}
 	c.work.Go(func() {
 		defer cancel(nil)
+		defer c.hold(-inBytes)
 		c.respond(r, cfg, input)
 	})
 	return nil
@@ -533,6 +558,9 @@ func (run *replyRun) addToConversation(e *entry) {
 		return
 	}
 	prev := run.c.appendEntry(e, "")
+	run.c.mu.Lock()
+	run.c.recount(e)
+	run.c.mu.Unlock()
 	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
@@ -576,6 +604,9 @@ func (run *replyRun) finish(err error) {
 		e.item.Status = itemStatus
 		if e == run.msg && !e.truncated {
 			e.item.Content = []wire.ContentPart{run.contentPart()}
+		}
+		if !r.outOfBand && c.indexOf(e.item.ID) >= 0 {
+			c.recount(e) // the reply's text and calls, now whole
 		}
 		it := cloneItem(e.item)
 		prev := ""

@@ -64,6 +64,9 @@ type Config struct {
 	// once. Zero takes DefaultEventRate / DefaultEventBurst; a negative EventRate turns it off.
 	EventRate  float64
 	EventBurst int
+	// ConversationBytes bounds what one conversation's items keep (items.go); zero takes
+	// DefaultConversationBytes.
+	ConversationBytes int
 
 	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
@@ -125,6 +128,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.EventBurst == 0 {
 		cfg.EventBurst = DefaultEventBurst
+	}
+	if cfg.ConversationBytes == 0 {
+		cfg.ConversationBytes = DefaultConversationBytes
 	}
 	if cfg.EventRate > 0 && cfg.EventBurst < 1 {
 		return nil, errors.New("session: the event burst must be at least 1")
