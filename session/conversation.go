@@ -99,10 +99,14 @@ type shared struct {
 type usage struct {
 	budgetLimited atomic.Bool
 	budgetLeft    atomic.Int64 // nanoseconds the principal may still use (when limited)
-	heardSamples  atomic.Int64 // 16 kHz samples past the squelch, not yet metered
-	heardForReply atomic.Int64 // 16 kHz samples past the squelch since the last response.done
-	spokenSamples atomic.Int64 // 24 kHz samples sent, not yet metered
-	meterKick     chan struct{}
+	// reservedSpeech, recordedSpeech: nanoseconds of reply audio reserved from the budget before
+	// it was sent, and of those, the ones the meter has recorded (both only grow).
+	reservedSpeech atomic.Int64
+	recordedSpeech atomic.Int64
+	heardSamples   atomic.Int64 // 16 kHz samples past the squelch, not yet metered
+	heardForReply  atomic.Int64 // 16 kHz samples past the squelch since the last response.done
+	spokenSamples  atomic.Int64 // 24 kHz samples sent, not yet metered
+	meterKick      chan struct{}
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first reply audio after it observes the answer latency.
 	answerSince atomic.Int64

@@ -439,14 +439,24 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
-			if err := run.sendAudio(piece, pcm[:n]); err != nil {
-				return err
+			// The budget is taken before the audio goes out, and a delta is cut to what is left.
+			want := time.Duration(n) * time.Second / speakRate
+			got := c.reserve(want)
+			if got < want {
+				n = int(got * speakRate / time.Second)
 			}
-			c.spokenSamples.Add(int64(n))
-			c.meterNow() // durable before the next delta goes out
-			sent += n
-			pcm = pcm[n:]
-			if !c.spend(time.Duration(n) * time.Second / speakRate) {
+			if n > 0 {
+				if err := run.sendAudio(piece, pcm[:n]); err != nil {
+					return err
+				}
+				c.spokenSamples.Add(int64(n))
+				c.meterNow() // durable before the next delta goes out
+				sent += n
+				pcm = pcm[n:]
+			}
+			c.recordedSpeech.Add(int64(got))
+			if got < want {
+				c.quotaExceeded()
 				return errQuota
 			}
 		}
