@@ -45,7 +45,7 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			c.send(wire.ErrRetrieveUnknownItem(e.ItemID, id))
 			return
 		}
-		c.send(wire.ConversationItemRetrieved{Item: it})
+		c.sendWritten(wire.ConversationItemRetrieved{Item: it})
 	case *wire.ConversationItemTruncate:
 		if err := c.truncate(e); err != nil {
 			c.send(err)

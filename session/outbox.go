@@ -18,9 +18,10 @@ const slowClientTimeout = 10 * time.Second
 
 // frame is one thing for the writer: an encoded event, or the end.
 type frame struct {
-	data   []byte
-	end    End
-	reason string
+	data    []byte
+	end     End
+	reason  string
+	written chan struct{} // closed by the writer once data is written (nil: nobody waits)
 }
 
 // outbox is the queue to the writer goroutine. send and closeWith are safe from any goroutine;
@@ -51,6 +52,9 @@ func (c *conversation) writeLoop() {
 			if err != nil {
 				c.cancel()
 				return
+			}
+			if f.written != nil {
+				close(f.written)
 			}
 		}
 	}
@@ -87,6 +91,31 @@ func (c *conversation) send(ev wire.ServerEvent) {
 	case <-stall.C:
 		c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
 		c.cancel()
+	}
+}
+
+// sendWritten sends ev and waits until the writer has written it (or the session ends): for
+// events that may be large (conversation.item.retrieved carries an item's audio, up to the
+// conversation's bytes), so that a client asking for them faster than it reads holds one in the
+// queue, not outQueue of them.
+func (c *conversation) sendWritten(ev wire.ServerEvent) {
+	if c.closed.Load() {
+		return
+	}
+	b, err := c.enc.Encode(ev)
+	if err != nil || b == nil {
+		c.send(ev) // logged there
+		return
+	}
+	f := frame{data: b, written: make(chan struct{})}
+	select {
+	case c.out <- f:
+	case <-c.ctx.Done():
+		return
+	}
+	select {
+	case <-f.written:
+	case <-c.ctx.Done():
 	}
 }
 
