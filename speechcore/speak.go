@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/kokoro"
+	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // Defaults of WS /v1/speak/stream.
@@ -24,10 +24,18 @@ const (
 	// DefaultSplitChars is the batch size when start gives no split_chars (or 0): Kokoro takes at
 	// most 510 phonemes a call, about 400 characters of English, so 300 keeps a batch to one call.
 	DefaultSplitChars = 300
+	// MaxSplitChars bounds split_chars: the splitter holds up to 4× it of text waiting for a
+	// sentence end, and a batch over kokoro.MaxPieceChars is synthesised in parts anyway. Without
+	// it, split_chars 1e9 made the splitter keep every unpunctuated byte a client sent.
+	MaxSplitChars = 1000
 	// speakQueuePieces bounds the pieces waiting to be spoken; a client that sends faster than
 	// speech is slowed by TCP.
 	speakQueuePieces = 64
 )
+
+// ErrInvalidSplitChars refuses a split_chars outside 0..MaxSplitChars.
+var ErrInvalidSplitChars = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_split_chars",
+	Message: fmt.Sprintf("split_chars must be 0 (the default, %d) to %d", DefaultSplitChars, MaxSplitChars)}
 
 // SpeakFormat is the audio the stream door sends: headerless PCM16LE mono 24 kHz.
 const SpeakFormat = "audio/L16; rate=24000; channels=1"
@@ -250,10 +258,9 @@ func (s *speakSession) handle(ctx context.Context, msg speakMessage) error {
 	case "text":
 		s.enqueue(ctx, s.splitter.Push(msg.Text)...)
 	case "flush":
-		piece := strings.TrimSpace(s.splitter.Flush() + " " + msg.Text)
-		if piece != "" {
-			s.enqueue(ctx, piece)
-		}
+		// One piece as the client asked, unless it is over kokoro.MaxPieceChars: then it is
+		// broken at word boundaries (a 4 MiB flush is neither one synthesis nor one queued piece).
+		s.enqueue(ctx, sentence.Cut(s.splitter.Flush()+" "+msg.Text, kokoro.MaxPieceChars)...)
 	case "end":
 		pieces := s.splitter.Push(msg.Text)
 		if rest := s.splitter.Flush(); rest != "" {
@@ -267,7 +274,7 @@ func (s *speakSession) handle(ctx context.Context, msg speakMessage) error {
 	case "":
 		return door.Refuse(ErrMalformedJSON, `the frame has no "type"; types are start, text, flush, cancel and end`)
 	default:
-		return door.Refuse(ErrUnknownSpeakMessage, fmt.Sprintf("unknown message type %q; types are start, text, flush, cancel and end", msg.Type))
+		return door.Refuse(ErrUnknownSpeakMessage, fmt.Sprintf("unknown message type %q; types are start, text, flush, cancel and end", clip(msg.Type)))
 	}
 	return nil
 }
@@ -292,8 +299,8 @@ func (s *speakSession) start(ctx context.Context, msg speakMessage) error {
 		next.speed = float32(*msg.Speed)
 	}
 	if msg.SplitChars != nil {
-		if *msg.SplitChars < 0 {
-			return door.NewRefusal(http.StatusBadRequest, "invalid_split_chars", "split_chars must be 0 (the default) or more")
+		if *msg.SplitChars < 0 || *msg.SplitChars > MaxSplitChars {
+			return door.Refuse(ErrInvalidSplitChars, fmt.Sprintf("split_chars must be 0 (the default, %d) to %d; it was %d", DefaultSplitChars, MaxSplitChars, *msg.SplitChars))
 		}
 		next.splitChars = *msg.SplitChars
 		if next.splitChars == 0 {
@@ -389,12 +396,27 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 	}
 	s.w.json(ctx, gen, speakSpeaking{Type: "speaking", Index: p.index, Text: p.text})
 	started := time.Now()
-	chunk, err := s.engine.Synthesize(genCtx, kokoro.Request{
+	samples, first := 0, true
+	// A piece over kokoro.MaxPieceChars comes in parts: each part's audio is one binary frame,
+	// sent as soon as it exists; spoken counts them all.
+	err := s.engine.Synthesize(genCtx, kokoro.Request{
 		Text: p.text, Voice: p.settings.voice, Speed: p.settings.speed,
 		OnWait: func() { s.w.json(ctx, gen, speakEvent{Type: "queued"}) },
+	}, func(c kokoro.Chunk) error {
+		s.svc.ObserveSynthesis(time.Since(started))
+		if first && !p.at.IsZero() {
+			s.svc.metrics.firstFrame.WithLabelValues("speak").Observe(time.Since(p.at).Seconds())
+		}
+		first = false
+		if !s.w.pcm(ctx, gen, c.PCM) {
+			return ctx.Err()
+		}
+		samples += len(c.PCM)
+		started = time.Now()
+		return nil
 	})
 	switch {
-	case genCtx.Err() != nil:
+	case genCtx.Err() != nil || ctx.Err() != nil:
 		return // cancelled mid-piece: what was not sent is dropped
 	case errors.Is(err, kokoro.ErrNothingToSay):
 		s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index})
@@ -403,13 +425,7 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 		s.w.json(ctx, gen, door.Frame(synthesisError(err)))
 		return
 	}
-	s.svc.ObserveSynthesis(time.Since(started))
-	if !p.at.IsZero() {
-		s.svc.metrics.firstFrame.WithLabelValues("speak").Observe(time.Since(p.at).Seconds())
-	}
-	if s.w.pcm(ctx, gen, chunk.PCM) {
-		s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index, Samples: len(chunk.PCM), DurationMs: samplesMs(len(chunk.PCM))})
-	}
+	s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index, Samples: samples, DurationMs: samplesMs(samples)})
 }
 
 func (s *speakSession) poke() {

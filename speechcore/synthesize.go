@@ -136,7 +136,7 @@ func checkVoice(e *kokoro.Engine, voice string) error {
 	if voice == "" || e.HasVoice(voice) {
 		return nil
 	}
-	return door.Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", voice, strings.Join(e.Voices(), ", ")))
+	return door.Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", clip(voice), strings.Join(e.Voices(), ", ")))
 }
 
 // admitSocket admits one raw-door WebSocket through the door kit: the origin, a session slot
