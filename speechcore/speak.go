@@ -20,7 +20,7 @@ import (
 // Defaults of WS /v1/speak/stream.
 const (
 	// DefaultSpeakIdle closes a socket that sent nothing for this long while nothing was spoken.
-	DefaultSpeakIdle = 60 * time.Second
+	DefaultSpeakIdle = DefaultSocketIdle
 	// DefaultSplitChars is the batch size when start gives no split_chars (or 0): Kokoro takes at
 	// most 510 phonemes a call, about 400 characters of English, so 300 keeps a batch to one call.
 	DefaultSplitChars = 300
@@ -61,13 +61,13 @@ const SpeakFormat = "audio/L16; rate=24000; channels=1"
 // deterministic). A socket idle for IdleTimeout with nothing being spoken is closed.
 type SpeakDoor struct {
 	svc *Service
-	// IdleTimeout (default DefaultSpeakIdle).
+	// IdleTimeout (default: the service's Config.SocketIdle).
 	IdleTimeout time.Duration
 }
 
 // NewSpeakDoor returns the door reading its engine, gate and socket registry from svc.
 func NewSpeakDoor(svc *Service) *SpeakDoor {
-	return &SpeakDoor{svc: svc, IdleTimeout: DefaultSpeakIdle}
+	return &SpeakDoor{svc: svc, IdleTimeout: svc.cfg.SocketIdle}
 }
 
 // speakMessage is any client frame; which fields matter depends on Type.
@@ -131,11 +131,10 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conn:     conn,
 		engine:   engine,
 		w:        newSocketWriter(conn, d.svc.log, d.svc.spoken),
-		idle:     idle,
 		queue:    make(chan speakPiece, speakQueuePieces),
-		activity: make(chan struct{}, 1),
 		settings: speakSettings{splitChars: DefaultSplitChars},
 	}
+	s.idle = newIdleWatch(idle, func() bool { return s.pending.Load() > 0 })
 	s.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: DefaultSplitChars})
 	s.run(ctx, d.svc.Sockets.Draining())
 }
@@ -165,11 +164,10 @@ type speakSession struct {
 	conn   *websocket.Conn
 	engine *kokoro.Engine
 	w      *socketWriter
-	idle   time.Duration
+	idle   *idleWatch // poked by the read loop and the speaker; busy while pieces are pending
 
-	queue    chan speakPiece // written by the read loop and the drain watcher; closed by run
-	activity chan struct{}   // pokes the idle watcher
-	pending  atomic.Int64    // pieces queued or being spoken
+	queue   chan speakPiece // written by the read loop and the drain watcher; closed by run
+	pending atomic.Int64    // pieces queued or being spoken
 
 	// Owned by the read loop.
 	settings speakSettings
@@ -428,35 +426,15 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 	s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index, Samples: samples, DurationMs: samplesMs(samples)})
 }
 
-func (s *speakSession) poke() {
-	select {
-	case s.activity <- struct{}{}:
-	default:
-	}
-}
+func (s *speakSession) poke() { s.idle.poke() }
 
-// watchIdle closes the socket after s.idle with no client frame while nothing is being spoken.
+// watchIdle closes the socket after the idle timeout with no client frame while nothing is being spoken.
 func (s *speakSession) watchIdle(ctx context.Context, stop <-chan struct{}) {
-	t := time.NewTimer(s.idle)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-stop:
-			return
-		case <-s.activity:
-			t.Reset(s.idle)
-		case <-t.C:
-			if s.pending.Load() > 0 {
-				t.Reset(s.idle)
-				continue
-			}
-			s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
-			s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
-			return
-		}
-	}
+	s.idle.run(ctx, stop, func() bool {
+		s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
+		s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
+		return true
+	})
 }
 
 // watchDrain asks the speaker to close with GoingAway, after what is queued, once shutdown begins.
