@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
@@ -48,6 +49,9 @@ type Config struct {
 	Log *slog.Logger
 	// Usage meters the raw doors' seconds under UsagePrincipal (usage.go); nil meters nothing.
 	Usage UsageRecorder
+	// SocketIdle closes a raw-door socket that sent nothing for this long while nothing was in
+	// flight for it, with an idle_timeout error frame and 1008 (default DefaultSocketIdle).
+	SocketIdle time.Duration
 }
 
 // Service owns the speech side of the process: the verified mount, the ONNX Runtime environment,
@@ -102,6 +106,12 @@ type ModelStats struct {
 func New(cfg Config) (*Service, error) {
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.SocketIdle == 0 {
+		cfg.SocketIdle = DefaultSocketIdle
+	}
+	if cfg.SocketIdle < 0 {
+		return nil, fmt.Errorf("speech: socket idle timeout must be > 0, got %v", cfg.SocketIdle)
 	}
 	if cfg.MaxSessions < 0 {
 		return nil, fmt.Errorf("speech: max sessions must be > 0, got %d", cfg.MaxSessions)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,19 +14,28 @@ import (
 
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/kokoro"
+	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // Defaults of WS /v1/speak/stream.
 const (
 	// DefaultSpeakIdle closes a socket that sent nothing for this long while nothing was spoken.
-	DefaultSpeakIdle = 60 * time.Second
+	DefaultSpeakIdle = DefaultSocketIdle
 	// DefaultSplitChars is the batch size when start gives no split_chars (or 0): Kokoro takes at
 	// most 510 phonemes a call, about 400 characters of English, so 300 keeps a batch to one call.
 	DefaultSplitChars = 300
+	// MaxSplitChars bounds split_chars: the splitter holds up to 4× it of text waiting for a
+	// sentence end, and a batch over kokoro.MaxPieceChars is synthesised in parts anyway. Without
+	// it, split_chars 1e9 made the splitter keep every unpunctuated byte a client sent.
+	MaxSplitChars = 1000
 	// speakQueuePieces bounds the pieces waiting to be spoken; a client that sends faster than
 	// speech is slowed by TCP.
 	speakQueuePieces = 64
 )
+
+// ErrInvalidSplitChars refuses a split_chars outside 0..MaxSplitChars.
+var ErrInvalidSplitChars = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_split_chars",
+	Message: fmt.Sprintf("split_chars must be 0 (the default, %d) to %d", DefaultSplitChars, MaxSplitChars)}
 
 // SpeakFormat is the audio the stream door sends: headerless PCM16LE mono 24 kHz.
 const SpeakFormat = "audio/L16; rate=24000; channels=1"
@@ -53,13 +61,13 @@ const SpeakFormat = "audio/L16; rate=24000; channels=1"
 // deterministic). A socket idle for IdleTimeout with nothing being spoken is closed.
 type SpeakDoor struct {
 	svc *Service
-	// IdleTimeout (default DefaultSpeakIdle).
+	// IdleTimeout (default: the service's Config.SocketIdle).
 	IdleTimeout time.Duration
 }
 
 // NewSpeakDoor returns the door reading its engine, gate and socket registry from svc.
 func NewSpeakDoor(svc *Service) *SpeakDoor {
-	return &SpeakDoor{svc: svc, IdleTimeout: DefaultSpeakIdle}
+	return &SpeakDoor{svc: svc, IdleTimeout: svc.cfg.SocketIdle}
 }
 
 // speakMessage is any client frame; which fields matter depends on Type.
@@ -123,11 +131,10 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conn:     conn,
 		engine:   engine,
 		w:        newSocketWriter(conn, d.svc.log, d.svc.spoken),
-		idle:     idle,
 		queue:    make(chan speakPiece, speakQueuePieces),
-		activity: make(chan struct{}, 1),
 		settings: speakSettings{splitChars: DefaultSplitChars},
 	}
+	s.idle = newIdleWatch(idle, func() bool { return s.pending.Load() > 0 })
 	s.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: DefaultSplitChars})
 	s.run(ctx, d.svc.Sockets.Draining())
 }
@@ -157,11 +164,10 @@ type speakSession struct {
 	conn   *websocket.Conn
 	engine *kokoro.Engine
 	w      *socketWriter
-	idle   time.Duration
+	idle   *idleWatch // poked by the read loop and the speaker; busy while pieces are pending
 
-	queue    chan speakPiece // written by the read loop and the drain watcher; closed by run
-	activity chan struct{}   // pokes the idle watcher
-	pending  atomic.Int64    // pieces queued or being spoken
+	queue   chan speakPiece // written by the read loop and the drain watcher; closed by run
+	pending atomic.Int64    // pieces queued or being spoken
 
 	// Owned by the read loop.
 	settings speakSettings
@@ -250,10 +256,9 @@ func (s *speakSession) handle(ctx context.Context, msg speakMessage) error {
 	case "text":
 		s.enqueue(ctx, s.splitter.Push(msg.Text)...)
 	case "flush":
-		piece := strings.TrimSpace(s.splitter.Flush() + " " + msg.Text)
-		if piece != "" {
-			s.enqueue(ctx, piece)
-		}
+		// One piece as the client asked, unless it is over kokoro.MaxPieceChars: then it is
+		// broken at word boundaries (a 4 MiB flush is neither one synthesis nor one queued piece).
+		s.enqueue(ctx, sentence.Cut(s.splitter.Flush()+" "+msg.Text, kokoro.MaxPieceChars)...)
 	case "end":
 		pieces := s.splitter.Push(msg.Text)
 		if rest := s.splitter.Flush(); rest != "" {
@@ -267,7 +272,7 @@ func (s *speakSession) handle(ctx context.Context, msg speakMessage) error {
 	case "":
 		return door.Refuse(ErrMalformedJSON, `the frame has no "type"; types are start, text, flush, cancel and end`)
 	default:
-		return door.Refuse(ErrUnknownSpeakMessage, fmt.Sprintf("unknown message type %q; types are start, text, flush, cancel and end", msg.Type))
+		return door.Refuse(ErrUnknownSpeakMessage, fmt.Sprintf("unknown message type %q; types are start, text, flush, cancel and end", clip(msg.Type)))
 	}
 	return nil
 }
@@ -292,8 +297,8 @@ func (s *speakSession) start(ctx context.Context, msg speakMessage) error {
 		next.speed = float32(*msg.Speed)
 	}
 	if msg.SplitChars != nil {
-		if *msg.SplitChars < 0 {
-			return door.NewRefusal(http.StatusBadRequest, "invalid_split_chars", "split_chars must be 0 (the default) or more")
+		if *msg.SplitChars < 0 || *msg.SplitChars > MaxSplitChars {
+			return door.Refuse(ErrInvalidSplitChars, fmt.Sprintf("split_chars must be 0 (the default, %d) to %d; it was %d", DefaultSplitChars, MaxSplitChars, *msg.SplitChars))
 		}
 		next.splitChars = *msg.SplitChars
 		if next.splitChars == 0 {
@@ -389,12 +394,27 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 	}
 	s.w.json(ctx, gen, speakSpeaking{Type: "speaking", Index: p.index, Text: p.text})
 	started := time.Now()
-	chunk, err := s.engine.Synthesize(genCtx, kokoro.Request{
+	samples, first := 0, true
+	// A piece over kokoro.MaxPieceChars comes in parts: each part's audio is one binary frame,
+	// sent as soon as it exists; spoken counts them all.
+	err := s.engine.Synthesize(genCtx, kokoro.Request{
 		Text: p.text, Voice: p.settings.voice, Speed: p.settings.speed,
 		OnWait: func() { s.w.json(ctx, gen, speakEvent{Type: "queued"}) },
+	}, func(c kokoro.Chunk) error {
+		s.svc.ObserveSynthesis(time.Since(started))
+		if first && !p.at.IsZero() {
+			s.svc.metrics.firstFrame.WithLabelValues("speak").Observe(time.Since(p.at).Seconds())
+		}
+		first = false
+		if !s.w.pcm(ctx, gen, c.PCM) {
+			return ctx.Err()
+		}
+		samples += len(c.PCM)
+		started = time.Now()
+		return nil
 	})
 	switch {
-	case genCtx.Err() != nil:
+	case genCtx.Err() != nil || ctx.Err() != nil:
 		return // cancelled mid-piece: what was not sent is dropped
 	case errors.Is(err, kokoro.ErrNothingToSay):
 		s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index})
@@ -403,44 +423,18 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 		s.w.json(ctx, gen, door.Frame(synthesisError(err)))
 		return
 	}
-	s.svc.ObserveSynthesis(time.Since(started))
-	if !p.at.IsZero() {
-		s.svc.metrics.firstFrame.WithLabelValues("speak").Observe(time.Since(p.at).Seconds())
-	}
-	if s.w.pcm(ctx, gen, chunk.PCM) {
-		s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index, Samples: len(chunk.PCM), DurationMs: samplesMs(len(chunk.PCM))})
-	}
+	s.w.json(ctx, gen, speakSpoken{Type: "spoken", Index: p.index, Samples: samples, DurationMs: samplesMs(samples)})
 }
 
-func (s *speakSession) poke() {
-	select {
-	case s.activity <- struct{}{}:
-	default:
-	}
-}
+func (s *speakSession) poke() { s.idle.poke() }
 
-// watchIdle closes the socket after s.idle with no client frame while nothing is being spoken.
+// watchIdle closes the socket after the idle timeout with no client frame while nothing is being spoken.
 func (s *speakSession) watchIdle(ctx context.Context, stop <-chan struct{}) {
-	t := time.NewTimer(s.idle)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-stop:
-			return
-		case <-s.activity:
-			t.Reset(s.idle)
-		case <-t.C:
-			if s.pending.Load() > 0 {
-				t.Reset(s.idle)
-				continue
-			}
-			s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
-			s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
-			return
-		}
-	}
+	s.idle.run(ctx, stop, func() bool {
+		s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
+		s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
+		return true
+	})
 }
 
 // watchDrain asks the speaker to close with GoingAway, after what is queued, once shutdown begins.

@@ -115,6 +115,8 @@ func TestSpeakStreamBadInput(t *testing.T) {
 		{"voice not mounted", `{"type":"start","voice":"nobody"}`, false, "voice_not_mounted"},
 		{"speed", `{"type":"start","speed":3}`, false, "speed_out_of_range"},
 		{"split", `{"type":"start","split_chars":-1}`, false, "invalid_split_chars"},
+		// Without the cap the splitter kept every unpunctuated byte waiting for split_chars.
+		{"split over the cap", `{"type":"start","split_chars":1000000000}`, false, "invalid_split_chars"},
 		{"nothing to say", `{"type":"flush","text":"🙂"}`, false, ""},
 	}
 	for _, tc := range tests {
@@ -132,6 +134,11 @@ func TestSpeakStreamBadInput(t *testing.T) {
 		if sp := c.expect("spoken"); sp["samples"] != 0.0 {
 			t.Errorf("%s: spoken %v", tc.name, sp)
 		}
+	}
+	// A long voice name is refused without being quoted back whole.
+	c.msg(map[string]any{"type": "start", "voice": strings.Repeat("v", 1<<20)})
+	if e := c.expect("error"); e["name"] != "voice_not_mounted" || len(e["message"].(string)) > 200 {
+		t.Errorf("a 1 MiB voice name: %s, %d bytes of message", e["name"], len(e["message"].(string)))
 	}
 	// The socket survived all of it, and the refused start changed nothing (af_heart, gain 1).
 	c.msg(map[string]any{"type": "flush", "text": "Hello."})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/audio"
@@ -125,7 +126,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		format = "wav"
 	}
 	if format != "wav" && format != "pcm" {
-		writeSpeechError(w, door.Refuse(ErrUnsupportedFormat, fmt.Sprintf("response_format %q is not served: use wav or pcm (PCM16LE mono 24 kHz)", req.ResponseFormat)), "response_format")
+		writeSpeechError(w, door.Refuse(ErrUnsupportedFormat, fmt.Sprintf("response_format %q is not served: use wav or pcm (PCM16LE mono 24 kHz)", clip(req.ResponseFormat))), "response_format")
 		return
 	}
 	if req.StreamFormat != "" && req.StreamFormat != "audio" {
@@ -198,4 +199,20 @@ func speechVoice(e *kokoro.Engine, voice string) (string, error) {
 		}
 	}
 	return "", checkVoice(e, v)
+}
+
+// maxEcho bounds what of a client's value a refusal quotes back: a 4 MiB voice name or type must
+// not come back as a 4 MiB error frame.
+const maxEcho = 64
+
+// clip shortens a client's value for quoting in a refusal.
+func clip(v string) string {
+	if len(v) <= maxEcho {
+		return v
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…"
 }

@@ -136,7 +136,7 @@ func checkVoice(e *kokoro.Engine, voice string) error {
 	if voice == "" || e.HasVoice(voice) {
 		return nil
 	}
-	return door.Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", voice, strings.Join(e.Voices(), ", ")))
+	return door.Refuse(ErrVoiceNotMounted, fmt.Sprintf("voice %q is not mounted; mounted voices: %s", clip(voice), strings.Join(e.Voices(), ", ")))
 }
 
 // admitSocket admits one raw-door WebSocket through the door kit: the origin, a session slot
@@ -273,10 +273,15 @@ func sinceMs(t time.Time) float64 { return float64(time.Since(t).Microseconds())
 // utterance in flight finish first.
 type SynthesizeDoor struct {
 	svc *Service
+	// IdleTimeout closes a socket that sent no frame for this long while nothing was spoken
+	// (default: the service's Config.SocketIdle).
+	IdleTimeout time.Duration
 }
 
 // NewSynthesizeDoor returns the door reading its engine, gate and socket registry from svc.
-func NewSynthesizeDoor(svc *Service) *SynthesizeDoor { return &SynthesizeDoor{svc: svc} }
+func NewSynthesizeDoor(svc *Service) *SynthesizeDoor {
+	return &SynthesizeDoor{svc: svc, IdleTimeout: svc.cfg.SocketIdle}
+}
 
 type synthReady struct {
 	Type              string `json:"type"`
@@ -338,6 +343,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer d.svc.opened("synthesize")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
+	s.idle = newIdleWatch(d.IdleTimeout, s.isSpeaking)
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
 		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,
@@ -353,10 +359,32 @@ type synthSession struct {
 	voice  string
 	speed  float32
 	w      *socketWriter
+	idle   *idleWatch // poked by the read loop; busy while an utterance is spoken
 
 	mu       sync.Mutex
 	speaking bool // an utterance is in flight
 	draining bool // shutdown began
+	idled    bool // the idle watcher is closing the socket: no utterance starts
+}
+
+func (s *synthSession) isSpeaking() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.speaking
+}
+
+// closeIdle closes the socket for idleness unless an utterance began meanwhile.
+func (s *synthSession) closeIdle(ctx context.Context) bool {
+	s.mu.Lock()
+	if s.speaking || s.draining {
+		s.mu.Unlock()
+		return false
+	}
+	s.idled = true
+	s.mu.Unlock()
+	s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
+	s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
+	return true
 }
 
 func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready synthReady) {
@@ -367,8 +395,9 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 	go func() { defer wg.Done(); s.w.run(ctx, cancel) }()
 	stopWatch := make(chan struct{})
 	var watch sync.WaitGroup
-	watch.Add(1)
+	watch.Add(2)
 	go func() { defer watch.Done(); s.watchDrain(ctx, draining, stopWatch) }()
+	go func() { defer watch.Done(); s.idle.run(ctx, stopWatch, func() bool { return s.closeIdle(ctx) }) }()
 
 	s.w.json(ctx, 0, ready)
 	for utterance := 0; ; utterance++ {
@@ -381,6 +410,7 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 			break
 		}
 		arrival := time.Now()
+		s.idle.poke()
 		switch {
 		case tooLarge:
 			s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
@@ -390,6 +420,10 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 			continue
 		}
 		s.mu.Lock()
+		if s.idled {
+			s.mu.Unlock()
+			break // arrived as the socket was closed for idleness
+		}
 		s.speaking = true
 		s.mu.Unlock()
 		s.speak(ctx, utterance, string(data), arrival)
@@ -400,6 +434,7 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		s.speaking = false
 		stop := s.draining
 		s.mu.Unlock()
+		s.idle.poke() // idle counts from the end of the utterance
 		if stop {
 			s.w.closeWith(ctx, websocket.StatusGoingAway, "server shutting down")
 			break

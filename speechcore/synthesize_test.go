@@ -532,3 +532,27 @@ func TestSynthesizeDoorFinishesUtteranceOnClientClose(t *testing.T) {
 		}
 	}
 }
+
+// A socket that sends nothing is closed after the idle timeout (issue 18 item 8e: it was held
+// for ever); an utterance being spoken is not idle.
+func TestSynthesizeIdleCloses(t *testing.T) {
+	checkGoroutines(t)
+	s := newSpeakingServer(t, Config{SocketIdle: 200 * time.Millisecond})
+	release, err := s.svc.Kokoro.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	c := dial(t, s.wsURL("/v1/synthesize"), nil)
+	c.expect("ready")
+	c.text("Hello.")
+	time.Sleep(600 * time.Millisecond) // three idle periods pass while the utterance waits for the model
+	release()
+	c.expect("audio")
+	c.binary()
+	c.expect("utteranceComplete")
+	c.expectError("idle_timeout") // and once it is spoken, idle counts again
+	if code := c.closed(); code != websocket.StatusPolicyViolation {
+		t.Errorf("idle close status %v, want 1008", code)
+	}
+}

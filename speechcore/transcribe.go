@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -52,11 +53,14 @@ type TranscribeDoor struct {
 	svc            *Service
 	PartialCadence time.Duration // default DefaultPartialCadence
 	SegmentMax     time.Duration // default DefaultSegmentMax, at most 30 s
+	// IdleTimeout closes a socket that sent no frame for this long while no final was being
+	// decoded for it: the open segment's final is sent first (default: Config.SocketIdle).
+	IdleTimeout time.Duration
 }
 
 // NewTranscribeDoor returns the door reading its engine, gate and socket registry from svc.
 func NewTranscribeDoor(svc *Service) *TranscribeDoor {
-	return &TranscribeDoor{svc: svc, PartialCadence: DefaultPartialCadence, SegmentMax: DefaultSegmentMax}
+	return &TranscribeDoor{svc: svc, PartialCadence: DefaultPartialCadence, SegmentMax: DefaultSegmentMax, IdleTimeout: svc.cfg.SocketIdle}
 }
 
 type readyFrame struct {
@@ -121,6 +125,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		finals:         make(chan sttJob, 4),
 		partial:        make(chan sttJob, 1),
 	}
+	s.idle = newIdleWatch(d.IdleTimeout, func() bool { return s.finalsPending.Load() > 0 })
 	device, provider := "cpu", "cpu"
 	if d.svc.Env != nil {
 		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
@@ -156,6 +161,9 @@ type transcribeSession struct {
 	out     chan any    // frames for the writer; closed by run after the decoder exits
 	finals  chan sttJob // segment ends, in order; closed by run after the read loop
 	partial chan sttJob // the latest partial wanted; a newer one replaces it
+
+	idle          *idleWatch   // poked by every frame and every final sent
+	finalsPending atomic.Int64 // finals queued or being decoded: the socket is not idle
 
 	// Segment state: written by the read loop and, once, by the drain watcher.
 	mu          sync.Mutex
@@ -211,8 +219,9 @@ func (s *transcribeSession) run(ctx context.Context, draining <-chan struct{}, r
 	go func() { defer decoderDone.Done(); s.decode(ctx) }()
 	stopWatch := make(chan struct{})
 	var watchDone sync.WaitGroup
-	watchDone.Add(1)
+	watchDone.Add(2)
 	go func() { defer watchDone.Done(); s.watchDrain(ctx, draining, stopWatch) }()
+	go func() { defer watchDone.Done(); s.idle.run(ctx, stopWatch, func() bool { return s.closeIdle(ctx) }) }()
 
 	s.send(ctx, ready)
 	code, reason := s.read(ctx)
@@ -267,6 +276,7 @@ func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, str
 	defer s.endStream(ctx)
 	for {
 		typ, data, err := door.ReadFrame(ctx, s.conn, FrameLimit, frameDrainLimit)
+		s.idle.poke()
 		switch {
 		case errors.Is(err, door.ErrFrameTooLarge):
 			s.send(ctx, door.Frame(ErrFrameTooLarge))
@@ -424,12 +434,45 @@ func (s *transcribeSession) endStream(ctx context.Context) {
 }
 
 func (s *transcribeSession) queueFinal(ctx context.Context, j sttJob) bool {
+	s.finalsPending.Add(1)
 	select {
 	case s.finals <- j:
 		return true
 	case <-ctx.Done():
+		s.finalsPending.Add(-1)
 		return false
 	}
+}
+
+// closeIdle ends a socket that was idle: the open segment's final, when it holds audio, is
+// decoded and sent (the client paid for it), then an idle_timeout error and a 1008 close.
+func (s *transcribeSession) closeIdle(ctx context.Context) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return true // draining or ended: someone else closes
+	}
+	s.closed = true
+	var j sttJob
+	pending := len(s.seg) > 0
+	if pending {
+		j = s.cutLocked()
+	}
+	s.mu.Unlock()
+	if pending {
+		j.done = make(chan struct{})
+		if !s.queueFinal(ctx, j) {
+			return true
+		}
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return true
+		}
+	}
+	s.send(ctx, door.Frame(ErrIdleTimeout))
+	s.send(ctx, closeFrame{code: websocket.StatusPolicyViolation, reason: ErrIdleTimeout.Name})
+	return true
 }
 
 // watchDrain finishes the session when the server begins shutting down: the open segment's
@@ -471,7 +514,7 @@ func (s *transcribeSession) decode(ctx context.Context) {
 			if !ok {
 				return
 			}
-			s.deliver(ctx, j)
+			s.deliverFinal(ctx, j)
 			finalized = j.segment
 			continue
 		default:
@@ -481,7 +524,7 @@ func (s *transcribeSession) decode(ctx context.Context) {
 			if !ok {
 				return
 			}
-			s.deliver(ctx, j)
+			s.deliverFinal(ctx, j)
 			finalized = j.segment
 		case j := <-s.partial:
 			if j.segment > finalized {
@@ -491,6 +534,13 @@ func (s *transcribeSession) decode(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// deliverFinal delivers a final; the idle period starts again once it is sent.
+func (s *transcribeSession) deliverFinal(ctx context.Context, j sttJob) {
+	s.deliver(ctx, j)
+	s.finalsPending.Add(-1)
+	s.idle.poke()
 }
 
 // deliver decodes one job and hands its delta (or a named error) to the writer.

@@ -389,3 +389,24 @@ func TestTranscribeDoorIncrementalMel(t *testing.T) {
 		}
 	}
 }
+
+// A socket that stops sending is closed after the idle timeout (issue 18 item 8e: it was held
+// for ever), but not before the audio it sent is decoded and its final sent.
+func TestTranscribeDoorIdleCloses(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{SocketIdle: time.Second})
+	c := dialSTT(t, h.wsURL("/v1/transcribe"))
+	c.next() // ready
+	pcm, phonemes := codecSpeech(t, sttSentence)
+	c.send(websocket.MessageBinary, audio.Float32ToPCM16(pcm)) // one frame, then silence
+	final, _ := c.until("delta", "final")
+	if final["text"] != phonemes {
+		t.Errorf("the idle close's final %q, want %q", final["text"], phonemes)
+	}
+	if e, _ := c.until("error", ""); e["name"] != "idle_timeout" {
+		t.Errorf("error %v, want idle_timeout", e)
+	}
+	if code, reason := c.closeStatus(); code != websocket.StatusPolicyViolation || reason != "idle_timeout" {
+		t.Errorf("closed %v %q, want 1008 idle_timeout", code, reason)
+	}
+}

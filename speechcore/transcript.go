@@ -29,6 +29,16 @@ const (
 	DefaultTranscriptCut = 24 * time.Second
 	transcriptTombLife   = 10 * time.Minute
 	transcriptSweepEvery = 30 * time.Second
+	// DefaultMaxTranscripts bounds the transcripts open on a node at once (TranscriptDoor.MaxOpen):
+	// each holds a squelch, a worker goroutine and up to transcriptBehind + one push of audio, so
+	// opening them without end was a way to take the node's memory (all come in under the
+	// service token: there is no other client to count them by).
+	DefaultMaxTranscripts = 64
+	// transcriptBehind: a push is refused while this much admitted audio waits uncommitted. The
+	// worker commits at a pause or at Cut (24 s), so a client pushing in real time never has more
+	// than ~25 s waiting; one pushing hours at once waits for the decoder instead of piling up
+	// (a window holds at most this plus one push: 30 s + 131 s of a 4 MiB push ≈ 10 MB).
+	transcriptBehind = 30 * time.Second
 )
 
 // Refusals of /v1/audio/transcript, by name.
@@ -44,6 +54,10 @@ var (
 		Message: "this transcript was idle too long and was closed; open a new one with POST /v1/audio/transcript"}
 	ErrTranscriptLimit = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
 		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
+	ErrTooManyTranscripts = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_transcripts",
+		Message: "this node has as many transcripts open as it holds; close one (DELETE) or retry later", RetryAfter: time.Second, Reason: door.ReasonCap}
+	ErrTranscriptBehind = &door.Refusal{Status: http.StatusTooManyRequests, Name: "transcript_behind",
+		Message: "the decoder is behind this transcript's audio: push at most in real time; this push was not taken, retry it", RetryAfter: time.Second}
 )
 
 // Peers lets any node serve a transcript opened on another (several nodes behind one load
@@ -75,6 +89,7 @@ type TranscriptDoor struct {
 	Idle      time.Duration // default DefaultTranscriptIdle
 	Guard     time.Duration // default DefaultTranscriptGuard
 	Cut       time.Duration // default DefaultTranscriptCut, at most 25 s
+	MaxOpen   int           // transcripts open at once; default DefaultMaxTranscripts
 	// Squelch overrides the squelch's thresholds, hang and lead (ModelPath, Model, Env are set here).
 	Squelch squelch.Config
 
@@ -155,6 +170,15 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.sweep()
+	maxOpen := d.MaxOpen
+	if maxOpen <= 0 {
+		maxOpen = DefaultMaxTranscripts
+	}
+	if d.openCount() >= maxOpen { // checked again, under the lock, before it is added
+		d.svc.countRefusal(ErrTooManyTranscripts)
+		door.WriteError(w, ErrTooManyTranscripts)
+		return
+	}
 	model, err := d.squelchModel()
 	if err != nil {
 		d.svc.log.Error("transcript: load squelch", "err", err)
@@ -177,10 +201,16 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		lastUsed: time.Now(),
 	}
 	d.mu.Lock()
-	if d.closed {
+	if d.closed || len(d.sessions) >= maxOpen {
+		full := !d.closed
 		d.mu.Unlock()
 		cancel()
 		sq.Close()
+		if full {
+			d.svc.countRefusal(ErrTooManyTranscripts)
+			door.WriteError(w, ErrTooManyTranscripts)
+			return
+		}
 		door.WriteError(w, door.ErrShuttingDown)
 		return
 	}
@@ -226,6 +256,11 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 	if t.pushed+int64(len(pcm)) > int64(limit.Seconds()*audio.WhisperSampleRate) {
 		t.mu.Unlock()
 		door.WriteError(w, ErrTranscriptLimit)
+		return
+	}
+	if len(t.window) >= int(transcriptBehind.Seconds()*audio.WhisperSampleRate) {
+		t.mu.Unlock()
+		door.WriteError(w, ErrTranscriptBehind)
 		return
 	}
 	admitted, err := t.sq.Push(pcm)

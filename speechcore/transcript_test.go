@@ -208,3 +208,42 @@ func TestQuietestCut(t *testing.T) {
 		t.Fatalf("cut at %d, want %d", got, quiet)
 	}
 }
+
+// Transcripts open at once are capped: each holds a squelch, a worker and its window, and all
+// come in under the service token (issue 18, the raw doors' hunt: they were unbounded).
+func TestTranscriptOpenCap(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	h.transcripts.MaxOpen = 2
+	c := transcriptClient{t: t, url: h.srv.URL}
+	first := c.open()
+	c.open()
+	status, m := c.do("POST", "/v1/audio/transcript", nil)
+	if status != http.StatusTooManyRequests || m["name"] != "too_many_transcripts" {
+		t.Fatalf("third open: %d %v, want 429 too_many_transcripts", status, m)
+	}
+	if status, m := c.do("DELETE", "/v1/audio/transcript/"+first, nil); status != http.StatusOK {
+		t.Fatalf("close: %d %v", status, m)
+	}
+	c.open() // a closed one frees its place
+}
+
+// A client pushing far faster than the decoder is told to wait instead of piling audio up: a
+// push is refused while 30 s of admitted audio waits uncommitted (it was unbounded up to the
+// 600 s limit: 38 MB a transcript).
+func TestTranscriptPushRefusedWhileBehind(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	c := transcriptClient{t: t, url: h.srv.URL}
+	id := c.open()
+	h.transcripts.mu.Lock()
+	tr := h.transcripts.sessions[id]
+	h.transcripts.mu.Unlock()
+	tr.mu.Lock()
+	tr.window = make([]float32, 30*audio.WhisperSampleRate) // the decoder has not caught up
+	tr.mu.Unlock()
+	status, m := c.do("POST", "/v1/audio/transcript/"+id, make([]byte, 3200))
+	if status != http.StatusTooManyRequests || m["name"] != "transcript_behind" {
+		t.Fatalf("push while 30 s waits: %d %v, want 429 transcript_behind", status, m)
+	}
+}

@@ -1,6 +1,7 @@
 package speechcore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -77,25 +79,47 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, ErrNotWarm)
 		return
 	}
+	// A speech session like any other: an upload is read, spooled and decoded only within the cap.
+	release, err := d.svc.Gate.Acquire("")
+	if err != nil {
+		d.svc.countRefusal(err)
+		writeOpenAIError(w, err)
+		return
+	}
+	defer release()
 	r.Body = http.MaxBytesReader(w, r.Body, MaxUploadBytes)
-	format := "json"
-	pcm, refusal := readUpload(r, &format)
+	up, refusal := readUpload(r)
 	if refusal != nil {
 		writeOpenAIError(w, refusal)
 		return
 	}
-	switch format {
+	defer up.close()
+	switch up.format {
 	case "json", "text", "verbose_json", "srt", "vtt":
 	default:
-		writeOpenAIError(w, door.Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", format)))
+		writeOpenAIError(w, door.Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", clip(up.format))))
+		return
+	}
+	src, refusal := openUpload(up.file, up.size)
+	if refusal != nil {
+		writeOpenAIError(w, refusal)
 		return
 	}
 	defer d.svc.opened("transcriptions")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	var segments []verboseSegment
 	var texts []string
-	for start := 0; start < len(pcm); start += audio.WhisperSamples {
-		window := pcm[start:min(start+audio.WhisperSamples, len(pcm))]
+	start := 0
+	for {
+		window, err := src.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			d.svc.log.Warn("transcriptions: read the upload", "err", err)
+			writeOpenAIError(w, door.Refuse(ErrBadForm, "reading the upload failed"))
+			return
+		}
 		res, err := engine.Transcribe(r.Context(), window)
 		if err == nil {
 			d.svc.ObserveTranscription(res)
@@ -118,66 +142,190 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Start: seconds(start), End: seconds(start + len(window)),
 			Text: " " + text, Tokens: orEmpty(res.Tokens),
 		})
+		start += len(window)
 	}
 	text := strings.Join(texts, " ")
-	switch format {
+	switch up.format {
 	case "text":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, text+"\n")
 	case "srt", "vtt":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, subtitles(format, segments))
+		io.WriteString(w, subtitles(up.format, segments))
 	case "verbose_json":
 		writeJSON(w, http.StatusOK, verboseTranscription{
-			Task: "transcribe", Language: "english", Duration: seconds(len(pcm)), Text: text, Segments: orEmptySegments(segments),
+			Task: "transcribe", Language: "english", Duration: seconds(start), Text: text, Segments: orEmptySegments(segments),
 		})
 	default:
 		writeJSON(w, http.StatusOK, map[string]string{"text": text})
 	}
 }
 
-// readUpload parses the form and returns the audio as 16 kHz mono float32.
-func readUpload(r *http.Request, format *string) ([]float32, *door.Refusal) {
-	if err := r.ParseMultipartForm(8 << 20); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, ErrUploadTooLarge
-		}
-		return nil, door.Refuse(ErrBadForm, "the body must be multipart/form-data with a 'file' field: "+err.Error())
-	}
-	defer r.MultipartForm.RemoveAll()
-	if f := r.FormValue("response_format"); f != "" {
-		*format = f
-	}
-	file, _, err := r.FormFile("file")
-	if err != nil {
-		return nil, ErrMissingFile
-	}
-	defer file.Close()
-	data, err := io.ReadAll(file)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, ErrUploadTooLarge
-		}
-		return nil, door.Refuse(ErrBadForm, "reading the upload failed: "+err.Error())
-	}
-	return decodeUpload(data)
+// Bounds of the multipart form, read as it arrives (not with ParseMultipartForm, which keeps up
+// to 10 MB of other fields in memory besides the file).
+const (
+	// maxFormParts: OpenAI's form has file, model, language, prompt, response_format,
+	// temperature, timestamp_granularities[] and a few more; 32 is room for all of them.
+	maxFormParts = 32
+	// maxFormValue bounds one field other than file (a prompt is the longest: OpenAI's is 224
+	// tokens, under 2 KiB of text).
+	maxFormValue = 4 << 10
+	// uploadInMemory: a file up to this size is kept in memory; a larger one is spooled to a
+	// temporary file, so memory per upload does not grow with MaxUploadBytes.
+	uploadInMemory = 1 << 20
+)
+
+// MaxUploadSeconds bounds the audio one upload may hold, decoded: the door decodes 30 s windows
+// one after the other, so this is the decoding one request can ask for (120 windows). 64 MiB of
+// PCM16 at Whisper's 16 kHz (MaxUploadBytes) is 35 min, under it; only low-rate or 8-bit files
+// reach it: an 8-bit 1 kHz WAV of 64 MiB would be 18.6 hours.
+const MaxUploadSeconds = 3600
+
+// ErrAudioTooLong refuses an upload holding more than MaxUploadSeconds of audio.
+var ErrAudioTooLong = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "audio_too_long",
+	Message: fmt.Sprintf("an upload may hold at most %d s of audio; split it", MaxUploadSeconds)}
+
+// upload is the form as read: the file (in memory or spooled to disk) and response_format.
+type upload struct {
+	file   io.Reader
+	size   int64
+	format string
+	spool  *os.File // the temporary file, removed by close
 }
 
-// decodeUpload reads a WAV (by its RIFF magic) or raw PCM16LE mono 16 kHz.
-func decodeUpload(data []byte) ([]float32, *door.Refusal) {
-	if len(data) == 0 {
+func (u *upload) close() {
+	if u.spool != nil {
+		u.spool.Close()
+		os.Remove(u.spool.Name())
+	}
+}
+
+// readUpload reads the multipart form part by part: at most maxFormParts parts, each field other
+// than file at most maxFormValue bytes, the file kept in memory up to uploadInMemory and spooled
+// past it. The body is already limited to MaxUploadBytes.
+func readUpload(r *http.Request) (*upload, *door.Refusal) {
+	bodyErr := func(err error) *door.Refusal {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return ErrUploadTooLarge
+		}
+		return door.Refuse(ErrBadForm, "the body must be multipart/form-data with a 'file' field: "+err.Error())
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, bodyErr(err)
+	}
+	up := &upload{format: "json"}
+	found := false
+	for parts := 0; ; parts++ {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			up.close()
+			return nil, bodyErr(err)
+		}
+		if parts == maxFormParts {
+			up.close()
+			return nil, door.Refuse(ErrBadForm, fmt.Sprintf("the form may have at most %d parts", maxFormParts))
+		}
+		name := part.FormName()
+		if name == "file" && !found {
+			found = true
+			if err := up.take(part); err != nil {
+				up.close()
+				return nil, bodyErr(err)
+			}
+			continue
+		}
+		value, err := io.ReadAll(io.LimitReader(part, maxFormValue+1))
+		if err != nil {
+			up.close()
+			return nil, bodyErr(err)
+		}
+		if len(value) > maxFormValue {
+			up.close()
+			return nil, door.Refuse(ErrBadForm, fmt.Sprintf("the form field %q is over %d bytes", clip(name), maxFormValue))
+		}
+		if name == "response_format" && len(value) > 0 {
+			up.format = string(value)
+		}
+	}
+	if !found {
+		return nil, ErrMissingFile
+	}
+	return up, nil
+}
+
+// take reads the file part: into memory up to uploadInMemory, the rest spooled to a temporary file.
+func (u *upload) take(part io.Reader) error {
+	head, err := io.ReadAll(io.LimitReader(part, uploadInMemory+1))
+	if err != nil {
+		return err
+	}
+	if len(head) <= uploadInMemory {
+		u.file, u.size = bytes.NewReader(head), int64(len(head))
+		return nil
+	}
+	f, err := os.CreateTemp("", "voiced-upload-*")
+	if err != nil {
+		return fmt.Errorf("spool the upload: %w", err)
+	}
+	u.spool = f
+	n, err := io.Copy(f, io.MultiReader(bytes.NewReader(head), part))
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("spool the upload: %w", err)
+	}
+	u.file, u.size = f, n
+	return nil
+}
+
+// uploadBlock is how much of the upload is decoded (and resampled) at a time: one second.
+const uploadBlockSeconds = 1
+
+// uploadAudio yields an upload's audio as 16 kHz mono windows of at most audio.WhisperSamples,
+// decoding and resampling a block at a time: memory is one window and one block, whatever the
+// upload's length or rate. The windows are exactly those of the whole signal resampled at once.
+type uploadAudio struct {
+	block   func() ([]float32, error) // the next block at the source rate; io.EOF at the end
+	rs      *audio.Resampler          // nil at 16 kHz
+	pending []float32                 // 16 kHz samples not yet handed out
+	ended   bool
+}
+
+// openUpload reads a WAV's header (by its RIFF magic) or takes raw PCM16LE mono 16 kHz, and
+// refuses, before decoding a sample, what cannot be transcribed: a broken or empty file, and one
+// holding more than MaxUploadSeconds.
+func openUpload(r io.Reader, size int64) (*uploadAudio, *door.Refusal) {
+	if size == 0 {
 		return nil, ErrEmptyUpload
 	}
-	if !bytes.HasPrefix(data, []byte("RIFF")) {
-		pcm, err := audio.PCM16ToFloat32(data)
-		if err != nil {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, _ := br.Peek(4)
+	if !bytes.Equal(magic, []byte("RIFF")) {
+		if size%2 != 0 {
 			return nil, door.Refuse(ErrOddLengthPCM, "a file that is not a WAV is read as raw PCM16LE mono 16 kHz, which needs an even number of bytes")
 		}
-		return pcm, nil
+		if size/2 > MaxUploadSeconds*audio.WhisperSampleRate {
+			return nil, tooLong(float64(size/2) / audio.WhisperSampleRate)
+		}
+		buf := make([]byte, 2*uploadBlockSeconds*audio.WhisperSampleRate)
+		return &uploadAudio{block: func() ([]float32, error) {
+			n, err := io.ReadFull(br, buf)
+			if n > 0 {
+				return audio.PCM16ToFloat32(buf[:n&^1])
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF
+			}
+			return nil, err
+		}}, nil
 	}
-	pcm, rate, err := audio.DecodeWAVBytes(data)
+	st, err := audio.OpenWAV(br, size)
 	switch {
 	case errors.Is(err, audio.ErrWAVEmpty):
 		return nil, ErrEmptyUpload
@@ -188,13 +336,49 @@ func decodeUpload(data []byte) ([]float32, *door.Refusal) {
 	case err != nil:
 		return nil, door.Refuse(ErrBrokenWAV, ErrBrokenWAV.Message+" ("+err.Error()+")")
 	}
-	if len(pcm) == 0 {
-		return nil, ErrEmptyUpload
+	if secs := float64(st.Frames()) / float64(st.Rate()); secs > MaxUploadSeconds {
+		return nil, tooLong(secs)
 	}
-	if rate != audio.WhisperSampleRate {
-		pcm = audio.Resample(pcm, rate, audio.WhisperSampleRate) // DecodeWAV refused rates out of range
+	u := &uploadAudio{block: func() ([]float32, error) { return st.Next(uploadBlockSeconds * st.Rate()) }}
+	if st.Rate() != audio.WhisperSampleRate {
+		u.rs, err = audio.NewResampler(st.Rate(), audio.WhisperSampleRate) // OpenWAV refused rates out of range
+		if err != nil {
+			return nil, door.Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message+" ("+err.Error()+")")
+		}
 	}
-	return pcm, nil
+	return u, nil
+}
+
+func tooLong(secs float64) *door.Refusal {
+	return door.Refuse(ErrAudioTooLong, fmt.Sprintf("the upload holds %.0f s of audio; at most %d s is taken: split it", secs, MaxUploadSeconds))
+}
+
+// next returns the next window (at most audio.WhisperSamples at 16 kHz); io.EOF after the last.
+func (u *uploadAudio) next() ([]float32, error) {
+	for len(u.pending) < audio.WhisperSamples && !u.ended {
+		block, err := u.block()
+		if errors.Is(err, io.EOF) {
+			u.ended = true
+			if u.rs != nil {
+				u.pending = append(u.pending, u.rs.Flush()...)
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if u.rs != nil {
+			block = u.rs.Process(block)
+		}
+		u.pending = append(u.pending, block...)
+	}
+	n := min(len(u.pending), audio.WhisperSamples)
+	if n == 0 {
+		return nil, io.EOF
+	}
+	window := append([]float32(nil), u.pending[:n]...)
+	u.pending = u.pending[:copy(u.pending, u.pending[n:])]
+	return window, nil
 }
 
 // openAIError is OpenAI's error body; code carries the refusal's name.

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"math"
 	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,6 +184,16 @@ func TestTranscriptionsRefusals(t *testing.T) {
 		"WAV header, no data":  {audio.WAVHeader(16000, 1, 16, 0), nil, 400, "empty_upload"},
 		"odd-length raw PCM":   {[]byte{1, 2, 3}, nil, 400, "odd_length_pcm"},
 		"unknown format":       {wav, map[string]string{"response_format": "mp3"}, 400, "unsupported_response_format"},
+		// 3,601 s of 8-bit 1 kHz: 3.6 MB, 230 MB once decoded at 16 kHz (the whole was before).
+		"over an hour of audio": {append(audio.WAVHeader(1000, 1, 8, 3601*1000), make([]byte, 3601*1000)...), nil, 413, "audio_too_long"},
+		"a field over 4 KiB":    {wav, map[string]string{"prompt": strings.Repeat("p", 5000)}, 400, "invalid_form"},
+		"too many parts": {wav, func() map[string]string {
+			m := map[string]string{}
+			for i := range 40 {
+				m[fmt.Sprint("f", i)] = "x"
+			}
+			return m
+		}(), 400, "invalid_form"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -196,6 +209,48 @@ func TestTranscriptionsRefusals(t *testing.T) {
 	}
 }
 
+// An upload is decoded and resampled a block at a time, and its windows are exactly those of the
+// whole signal resampled at once (what the door sent before it streamed).
+func TestUploadWindowsMatchWholeResample(t *testing.T) {
+	pcm := make([]float32, 44100*65) // 65 s: three windows
+	for i := range pcm {
+		pcm[i] = float32(math.Sin(float64(i)*0.01)) * 0.5
+	}
+	for _, rate := range []int{16000, 8000, 44100} {
+		in := pcm[:len(pcm)*rate/44100]
+		file := wavBytes(in, rate, 1)
+		want, _, err := audio.DecodeWAVBytes(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rate != 16000 {
+			want = audio.Resample(want, rate, 16000)
+		}
+		src, refusal := openUpload(bytes.NewReader(file), int64(len(file)))
+		if refusal != nil {
+			t.Fatal(refusal)
+		}
+		var got []float32
+		windows := 0
+		for {
+			w, err := src.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if windows++; len(w) > audio.WhisperSamples {
+				t.Fatalf("%d Hz: window of %d samples", rate, len(w))
+			}
+			got = append(got, w...)
+		}
+		if windows != 3 || !slices.Equal(got, want) {
+			t.Fatalf("%d Hz: %d windows, %d samples, want 3 windows of the whole resampled (%d samples)", rate, windows, len(got), len(want))
+		}
+	}
+}
+
 func FuzzDecodeUpload(f *testing.F) {
 	pcm := make([]float32, 160)
 	f.Add(wavBytes(pcm, 16000, 1))
@@ -203,12 +258,29 @@ func FuzzDecodeUpload(f *testing.F) {
 	f.Add([]byte("RIFF\x10\x00\x00\x00WAVEfmt "))
 	f.Add([]byte{1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pcm, refusal := decodeUpload(data)
-		if refusal == nil && len(pcm) == 0 {
-			t.Fatal("no audio and no refusal")
+		src, refusal := openUpload(bytes.NewReader(data), int64(len(data)))
+		if refusal != nil {
+			if refusal.Name == "" || (refusal.Status != 400 && refusal.Name != "audio_too_long") {
+				t.Fatalf("refusal %+v", refusal)
+			}
+			return
 		}
-		if refusal != nil && (refusal.Name == "" || refusal.Status != 400) {
-			t.Fatalf("refusal %+v", refusal)
+		total := 0
+		for {
+			window, err := src.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(window) == 0 || len(window) > audio.WhisperSamples {
+				t.Fatalf("a window of %d samples", len(window))
+			}
+			total += len(window)
+		}
+		if total == 0 {
+			t.Fatal("no audio and no refusal")
 		}
 	})
 }

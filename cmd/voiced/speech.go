@@ -26,6 +26,7 @@ func init() {
 				fs.IntVar(&cfg.Runtime.IntraOpThreads, "intra-op-threads", 0, "ONNX Runtime intra-op threads per session (0: its default)")
 				fs.IntVar(&cfg.Runtime.InterOpThreads, "inter-op-threads", 0, "ONNX Runtime inter-op threads per session (0: its default)")
 				fs.IntVar(&cfg.MaxSessions, "max-speech-sessions", speechcore.DefaultMaxSessions, "concurrent raw speech sessions; beyond it 429 + Retry-After at the handshake")
+				fs.DurationVar(&cfg.SocketIdle, "speech-idle-timeout", speechcore.DefaultSocketIdle, "close a raw speech socket (/v1/transcribe, /v1/synthesize, /v1/speak/stream) silent this long with nothing in flight: idle_timeout, 1008")
 			},
 			validate: func(app *App) error {
 				cfg.Log = app.Log

@@ -60,68 +60,140 @@ type wavFormat struct {
 // PCM 8/16/24/32-bit, IEEE float 32/64-bit, G.711 μ-law and A-law, plain or
 // WAVE_FORMAT_EXTENSIBLE, at any channel count and any rate in [MinRate, MaxRate]. Failures wrap
 // ErrWAVHeader, ErrWAVEncoding, ErrWAVTruncated, ErrWAVEmpty or ErrRate. Memory is bounded by
-// len(b): sizes in the header are never trusted beyond the bytes present.
+// len(b): sizes in the header are never trusted beyond the bytes present. It is OpenWAV over b,
+// read whole; a caller that must not hold the whole signal reads an OpenWAV stream a block at a time.
 func DecodeWAVBytes(b []byte) (samples []float32, rate int, err error) {
-	if len(b) < 12 || string(b[0:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
-		return nil, 0, fmt.Errorf("audio: wav: no RIFF/WAVE signature: %w", ErrWAVHeader)
+	st, err := OpenWAV(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, 0, err
 	}
-	var (
-		format *wavFormat
-		rest   = b[12:]
-	)
+	out, err := st.Next(int(st.Frames()))
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, st.Rate(), nil
+}
+
+// maxFmtChunk bounds the fmt chunk read into memory: real ones are 16, 18 or 40 bytes.
+const maxFmtChunk = 64 << 10
+
+// WAVStream decodes the samples of a RIFF/WAVE file a block at a time (Next), so a long upload
+// is never held decoded, let alone resampled, whole. OpenWAV has checked the header and the
+// data's size, so Next fails only when the reader does.
+type WAVStream struct {
+	r      io.Reader
+	format *wavFormat
+	left   int64 // data bytes not yet decoded
+	frames int64
+}
+
+// OpenWAV reads a RIFF/WAVE header from r, which holds size bytes in all, up to the start of
+// the samples. Everything DecodeWAVBytes checks is checked here, before any sample is decoded:
+// the chunks, the format, and that the data chunk's declared size is present and whole frames
+// (a streamed WAV's placeholder size runs to the end of the input, a partial last frame dropped).
+// Chunks other than fmt are skipped without being held.
+func OpenWAV(r io.Reader, size int64) (*WAVStream, error) {
+	var head [12]byte
+	if size < 12 {
+		return nil, fmt.Errorf("audio: wav: no RIFF/WAVE signature: %w", ErrWAVHeader)
+	}
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, fmt.Errorf("audio: wav: read: %w", err)
+	}
+	if string(head[0:4]) != "RIFF" || string(head[8:12]) != "WAVE" {
+		return nil, fmt.Errorf("audio: wav: no RIFF/WAVE signature: %w", ErrWAVHeader)
+	}
+	var format *wavFormat
+	rest := size - 12 // bytes not yet read
 	for {
-		if len(rest) == 0 {
+		if rest == 0 {
 			if format == nil {
-				return nil, 0, fmt.Errorf("audio: wav: no fmt chunk: %w", ErrWAVHeader)
+				return nil, fmt.Errorf("audio: wav: no fmt chunk: %w", ErrWAVHeader)
 			}
-			return nil, 0, fmt.Errorf("audio: wav: no data chunk: %w", ErrWAVHeader)
+			return nil, fmt.Errorf("audio: wav: no data chunk: %w", ErrWAVHeader)
 		}
-		if len(rest) < 8 {
-			return nil, 0, fmt.Errorf("audio: wav: chunk header of %d bytes: %w", len(rest), ErrWAVTruncated)
+		if rest < 8 {
+			return nil, fmt.Errorf("audio: wav: chunk header of %d bytes: %w", rest, ErrWAVTruncated)
 		}
-		id, size := string(rest[0:4]), uint64(binary.LittleEndian.Uint32(rest[4:8]))
-		rest = rest[8:]
+		var ch [8]byte
+		if _, err := io.ReadFull(r, ch[:]); err != nil {
+			return nil, fmt.Errorf("audio: wav: read: %w", err)
+		}
+		id, chunkSize := string(ch[0:4]), int64(binary.LittleEndian.Uint32(ch[4:8]))
+		rest -= 8
 		if id == "data" {
 			if format == nil {
-				return nil, 0, fmt.Errorf("audio: wav: data chunk before fmt: %w", ErrWAVHeader)
+				return nil, fmt.Errorf("audio: wav: data chunk before fmt: %w", ErrWAVHeader)
 			}
-			data := rest
+			data := chunkSize
 			switch {
-			case size == wavStreamSize || size >= wavPlaceholderSize:
+			case chunkSize == wavStreamSize || chunkSize >= wavPlaceholderSize:
 				// Streamed WAV: the data runs to the end of the input. Writers that cannot seek
 				// put 0xFFFFFFFF or a huge placeholder (espeak-ng --stdout writes 0x7FFFF000);
 				// a trailing partial frame is dropped rather than refused.
-				data = rest[:len(rest)-len(rest)%max(format.blockAlign, 1)]
-			case size > uint64(len(rest)):
-				return nil, 0, fmt.Errorf("audio: wav: data chunk declares %d bytes, %d present: %w", size, len(rest), ErrWAVTruncated)
-			default:
-				data = rest[:size]
+				data = rest - rest%int64(max(format.blockAlign, 1))
+			case chunkSize > rest:
+				return nil, fmt.Errorf("audio: wav: data chunk declares %d bytes, %d present: %w", chunkSize, rest, ErrWAVTruncated)
 			}
-			out, err := decodeWAVData(data, format)
-			if err != nil {
-				return nil, 0, err
+			if data == 0 {
+				return nil, fmt.Errorf("audio: wav: %w", ErrWAVEmpty)
 			}
-			return out, format.rate, nil
+			if data%int64(format.blockAlign) != 0 {
+				return nil, fmt.Errorf("audio: wav: %d data bytes end mid-frame (block %d): %w", data, format.blockAlign, ErrWAVTruncated)
+			}
+			return &WAVStream{r: r, format: format, left: data, frames: data / int64(format.blockAlign)}, nil
 		}
-		if size > uint64(len(rest)) {
-			return nil, 0, fmt.Errorf("audio: wav: %q chunk declares %d bytes, %d present: %w", id, size, len(rest), ErrWAVTruncated)
+		if chunkSize > rest {
+			return nil, fmt.Errorf("audio: wav: %q chunk declares %d bytes, %d present: %w", id, chunkSize, rest, ErrWAVTruncated)
 		}
-		body := rest[:size]
-		rest = rest[size:]
-		if size%2 == 1 && len(rest) > 0 { // RIFF pads odd-sized chunks to even length
-			rest = rest[1:]
+		skip := chunkSize
+		if chunkSize%2 == 1 && rest > chunkSize { // RIFF pads odd-sized chunks to even length
+			skip++
 		}
 		if id == "fmt " {
 			if format != nil {
-				return nil, 0, fmt.Errorf("audio: wav: second fmt chunk: %w", ErrWAVHeader)
+				return nil, fmt.Errorf("audio: wav: second fmt chunk: %w", ErrWAVHeader)
+			}
+			if chunkSize > maxFmtChunk {
+				return nil, fmt.Errorf("audio: wav: fmt chunk of %d bytes: %w", chunkSize, ErrWAVHeader)
+			}
+			body := make([]byte, chunkSize)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return nil, fmt.Errorf("audio: wav: read: %w", err)
 			}
 			f, err := parseWAVFormat(body)
 			if err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 			format = f
+			skip -= chunkSize
+			rest -= chunkSize
 		}
+		if _, err := io.CopyN(io.Discard, r, skip); err != nil {
+			return nil, fmt.Errorf("audio: wav: read: %w", err)
+		}
+		rest -= skip
 	}
+}
+
+// Rate is the stream's sample rate.
+func (s *WAVStream) Rate() int { return s.format.rate }
+
+// Frames is the number of (mono) samples the stream holds in all.
+func (s *WAVStream) Frames() int64 { return s.frames }
+
+// Next decodes up to n more frames, mixed to mono; io.EOF once all were read.
+func (s *WAVStream) Next(n int) ([]float32, error) {
+	if s.left == 0 {
+		return nil, io.EOF
+	}
+	want := min(int64(max(n, 1))*int64(s.format.blockAlign), s.left)
+	buf := make([]byte, want)
+	if _, err := io.ReadFull(s.r, buf); err != nil {
+		return nil, fmt.Errorf("audio: wav: read: %w", err)
+	}
+	s.left -= want
+	return decodeWAVData(buf, s.format)
 }
 
 func parseWAVFormat(body []byte) (*wavFormat, error) {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -293,6 +295,25 @@ func FuzzDecodeWAV(f *testing.F) {
 		}
 		if rate < MinRate || rate > MaxRate {
 			t.Fatalf("rate %d", rate)
+		}
+		// Read a few frames at a time, the stream gives the same samples.
+		st, err := OpenWAV(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("DecodeWAVBytes read it, OpenWAV: %v", err)
+		}
+		var blocks []float32
+		for {
+			block, err := st.Next(3)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks = append(blocks, block...)
+		}
+		if !slices.Equal(blocks, pcm) || st.Frames() != int64(len(pcm)) {
+			t.Fatalf("in blocks: %d samples (Frames %d), whole: %d", len(blocks), st.Frames(), len(pcm))
 		}
 		for _, v := range pcm {
 			if v != v || math.IsInf(float64(v), 0) { // float WAVs may exceed ±1; never NaN or Inf

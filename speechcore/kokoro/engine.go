@@ -18,6 +18,7 @@ import (
 
 	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/runtime"
+	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // SampleRate is Kokoro's output rate.
@@ -271,10 +272,19 @@ func (e *Engine) Check(voice string, speed float32) error {
 	return err
 }
 
+// MaxPieceChars bounds the text one chunk is made from: a sentence or batch longer than this is
+// broken at word boundaries (sentence.Cut) and each part is synthesised and emitted on its own.
+// Kokoro takes at most MaxPhonemes (510) ids a call, about 400 characters of English; without a
+// bound a 240 KB unpunctuated request was one chunk of ~1 GB of audio held whole before the
+// first byte went out. A part is at most 4×MaxPieceChars characters (one spaceless word), so a
+// chunk's audio is a few model calls at most, whatever the request.
+const MaxPieceChars = 400
+
 // Speak says req.Text: it is cut into sentences (the first alone; later ones batched when
-// req.SplitChars > 0), each piece normalised, phonemised and synthesised, and emit is called with
-// each chunk's audio as soon as it exists. Pieces with nothing speakable are skipped; a text with
-// nothing speakable at all is ErrNothingToSay. An error from emit stops Speak and is returned.
+// req.SplitChars > 0), a piece over MaxPieceChars is broken at word boundaries, each piece is
+// normalised, phonemised and synthesised, and emit is called with each chunk's audio as soon as
+// it exists. Pieces with nothing speakable are skipped; a text with nothing speakable at all is
+// ErrNothingToSay. An error from emit stops Speak and is returned.
 func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error) error {
 	v, err := e.voice(req.Voice)
 	if err != nil {
@@ -293,21 +303,9 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 	}
 	index := 0
 	for _, piece := range pieces {
-		ps, err := e.Phonemes(piece)
-		if errors.Is(err, ErrNothingToSay) {
-			continue
-		}
-		if err != nil {
+		if index, err = e.speakPiece(ctx, piece, v, speed, req.OnWait, index, emit); err != nil {
 			return err
 		}
-		pcm, err := e.synthesize(ctx, ps, v, speed, req.OnWait)
-		if err != nil {
-			return err
-		}
-		if err := emit(Chunk{Index: index, Text: piece, Phonemes: ps, PCM: pcm}); err != nil {
-			return err
-		}
-		index++
 	}
 	if index == 0 {
 		return ErrNothingToSay
@@ -315,28 +313,51 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 	return nil
 }
 
-// Synthesize speaks req.Text as one piece, without cutting it into sentences (a piece over
-// MaxPhonemes ids is still split for the model, as SplitPhonemes does). req.SplitChars is
-// ignored. It is what a caller that does its own splitting (the speak stream, the realtime
-// reply) uses.
-func (e *Engine) Synthesize(ctx context.Context, req Request) (Chunk, error) {
+// speakPiece synthesises one piece, in parts of at most MaxPieceChars (sentence.Cut), emitting
+// each part as a chunk numbered from index; it returns the next index.
+func (e *Engine) speakPiece(ctx context.Context, piece string, v *Voice, speed float32, onWait func(), index int, emit func(Chunk) error) (int, error) {
+	for _, part := range sentence.Cut(piece, MaxPieceChars) {
+		ps, err := e.Phonemes(part)
+		if errors.Is(err, ErrNothingToSay) {
+			continue
+		}
+		if err != nil {
+			return index, err
+		}
+		pcm, err := e.synthesize(ctx, ps, v, speed, onWait)
+		if err != nil {
+			return index, err
+		}
+		if err := emit(Chunk{Index: index, Text: part, Phonemes: ps, PCM: pcm}); err != nil {
+			return index, err
+		}
+		index++
+	}
+	return index, nil
+}
+
+// Synthesize speaks req.Text as one piece, without cutting it into sentences: what a caller that
+// does its own splitting (the speak stream) uses. A text over MaxPieceChars is still broken at
+// word boundaries, and each part is emitted as its own chunk (Index from 0) as soon as it
+// exists, so no text holds more than a part's audio at once. req.SplitChars is ignored. Text with
+// nothing speakable is ErrNothingToSay; an error from emit stops Synthesize and is returned.
+func (e *Engine) Synthesize(ctx context.Context, req Request, emit func(Chunk) error) error {
 	v, err := e.voice(req.Voice)
 	if err != nil {
-		return Chunk{}, err
+		return err
 	}
 	speed, err := CheckSpeed(req.Speed)
 	if err != nil {
-		return Chunk{}, err
+		return err
 	}
-	ps, err := e.Phonemes(req.Text)
+	n, err := e.speakPiece(ctx, req.Text, v, speed, req.OnWait, 0, emit)
 	if err != nil {
-		return Chunk{}, err
+		return err
 	}
-	pcm, err := e.synthesize(ctx, ps, v, speed, req.OnWait)
-	if err != nil {
-		return Chunk{}, err
+	if n == 0 {
+		return ErrNothingToSay
 	}
-	return Chunk{Text: req.Text, Phonemes: ps, PCM: pcm}, nil
+	return nil
 }
 
 // Phonemes normalises text and returns its phonemes as the model gets them (vocab symbols

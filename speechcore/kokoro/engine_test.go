@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/fixture"
@@ -167,6 +168,46 @@ func TestSpeakRoundTripsThroughFixtureCodec(t *testing.T) {
 	}
 }
 
+// A request with no sentence end is not one chunk: it is broken at word boundaries into parts of
+// at most MaxPieceChars, each synthesised and emitted on its own (issue 18 item 4: 240 KB of
+// "hello world" was one chunk of ~1 GB of audio). Synthesize (the speak stream's) does the same.
+func TestSpeakBreaksUnpunctuatedText(t *testing.T) {
+	e := engine(t)
+	text := strings.Repeat("hello world ", 200) // 2,400 characters, no sentence end
+	for name, speak := range map[string]func(func(Chunk) error) error{
+		"Speak": func(emit func(Chunk) error) error { return e.Speak(context.Background(), Request{Text: text}, emit) },
+		"Synthesize": func(emit func(Chunk) error) error {
+			return e.Synthesize(context.Background(), Request{Text: text}, emit)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var texts []string
+			err := speak(func(c Chunk) error {
+				if c.Index != len(texts) {
+					t.Errorf("chunk %d has index %d", len(texts), c.Index)
+				}
+				if n := utf8.RuneCountInString(c.Text); n > MaxPieceChars {
+					t.Errorf("chunk %d made from %d characters, want at most %d", c.Index, n, MaxPieceChars)
+				}
+				if ids := decodeTones(t, c.PCM, 1.0); e.Vocab().Decode(ids) != c.Phonemes {
+					t.Errorf("chunk %d audio does not decode to its phonemes", c.Index)
+				}
+				texts = append(texts, c.Text)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(texts) < 6 {
+				t.Fatalf("%d chunks, want the 2,400 characters in parts of at most %d", len(texts), MaxPieceChars)
+			}
+			if got := strings.Join(texts, " "); got != strings.TrimSpace(text) {
+				t.Errorf("the chunks do not say the whole text")
+			}
+		})
+	}
+}
+
 // A phoneme string over 510 ids is split; each call gets its own style row (the fixture answers
 // a wrong one with silence), and no symbol is lost.
 func TestSynthesizeLongPhonemes(t *testing.T) {
@@ -280,7 +321,7 @@ func TestPermitWaitHonoursContext(t *testing.T) {
 	waited := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Synthesize(ctx, Request{Text: "Hello.", OnWait: func() { waited <- struct{}{} }})
+		err := e.Synthesize(ctx, Request{Text: "Hello.", OnWait: func() { waited <- struct{}{} }}, func(Chunk) error { return nil })
 		done <- err
 	}()
 	<-waited
@@ -301,7 +342,7 @@ func TestPermitWaitHonoursContext(t *testing.T) {
 	e.release()
 	released = true
 	// The permit works again.
-	if _, err := e.Synthesize(context.Background(), Request{Text: "Hello."}); err != nil {
+	if err := e.Synthesize(context.Background(), Request{Text: "Hello."}, func(Chunk) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,8 +17,13 @@ type G2P struct {
 	cache map[string]string // espeak results by word; cleared when full
 }
 
-// espeakCacheSize bounds the remembered espeak results.
-const espeakCacheSize = 20000
+// espeakCacheSize bounds the remembered espeak results; espeakCacheWordBytes the words remembered
+// (English words are short; a client's 1,600-character "word" is phonemised but not kept, so the
+// cache holds at most ~20000 × (64 + its phonemes) bytes whatever is sent).
+const (
+	espeakCacheSize      = 20000
+	espeakCacheWordBytes = 64
+)
 
 // NewG2P returns a G2P over lex (nil or empty: espeak-ng for every word).
 func NewG2P(lex Lexicon) *G2P { return &G2P{lex: lex, cache: map[string]string{}} }
@@ -121,6 +126,9 @@ func (g *G2P) word(w string) (string, error) {
 		return "", err
 	}
 	ps = espeakToMisaki(raw)
+	if len(w) > espeakCacheWordBytes {
+		return ps, nil
+	}
 	g.mu.Lock()
 	if len(g.cache) >= espeakCacheSize {
 		clear(g.cache)

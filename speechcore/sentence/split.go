@@ -138,10 +138,10 @@ type Options struct {
 	// FirstAlone makes the first piece the first sentence alone, so the first audio waits for one
 	// sentence only.
 	FirstAlone bool
-	// SplitChars is the size, in characters, that later pieces batch whole sentences up to (a
-	// sentence longer than it is still one piece). Text that reaches it without a sentence end
-	// is broken at a space; a run of more than 4×SplitChars characters without one is cut at
-	// SplitChars. 0 or less: every sentence is its own piece and unpunctuated text is never broken.
+	// SplitChars is the size, in characters, that later pieces batch whole sentences up to. A
+	// sentence longer than it, and text that reaches it without a sentence end, is broken at a
+	// space (Cut); a run of more than 4×SplitChars characters without one is cut at SplitChars.
+	// 0 or less: every sentence is its own piece and unpunctuated text is never broken.
 	SplitChars int
 }
 
@@ -163,21 +163,54 @@ func (s *Splitter) Push(text string) []string {
 	sentences, rest := scanSentences(s.buf, false)
 	s.buf = rest
 	pieces := s.Batch(sentences)
-	for s.opts.SplitChars > 0 && runesOver(s.buf, s.opts.SplitChars) {
-		cut := spaceCut(s.buf[:runeOffset(s.buf, maxWordSplits*s.opts.SplitChars+1)], s.opts.SplitChars)
-		if cut < 0 {
-			// One word with no space to break at is held only so long: a client streaming
-			// spaceless text would otherwise grow the buffer (and each Push's rescan) without bound.
-			if !runesOver(s.buf, maxWordSplits*s.opts.SplitChars) {
-				break
-			}
-			cut = runeOffset(s.buf, s.opts.SplitChars)
-		}
-		pieces = append(pieces, strings.TrimSpace(s.buf[:cut]))
-		s.buf = strings.TrimLeftFunc(s.buf[cut:], unicode.IsSpace)
+	if s.opts.SplitChars > 0 {
+		var cut []string
+		cut, s.buf = cutLong(cut, s.buf, s.opts.SplitChars)
+		pieces = append(pieces, cut...)
 	}
 	s.pieces += len(pieces)
 	return pieces
+}
+
+// Cut breaks text into pieces of about limit characters at word boundaries, as a Splitter does
+// with unpunctuated text: a piece over limit characters ends at its last whitespace within
+// limit, else at the first whitespace after it; a run of more than 4×limit characters without
+// any is cut at limit. Pieces are trimmed; text of limit characters or fewer is one piece.
+// limit ≤ 0 returns the trimmed text whole. It is what bounds the text one synthesis call is
+// given, whatever a client sends.
+func Cut(text string, limit int) []string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil
+	}
+	if limit <= 0 {
+		return []string{text}
+	}
+	pieces, rest := cutLong(nil, text, limit)
+	if rest = strings.TrimSpace(rest); rest != "" {
+		pieces = append(pieces, rest)
+	}
+	return pieces
+}
+
+// cutLong appends to pieces what text has over limit characters, cut at word boundaries, and
+// returns the rest: at most limit characters, or one word of at most 4×limit (a word that may
+// still grow, for a Splitter; the last piece, for Cut).
+func cutLong(pieces []string, text string, limit int) ([]string, string) {
+	for runesOver(text, limit) {
+		cut := spaceCut(text[:runeOffset(text, maxWordSplits*limit+1)], limit)
+		if cut < 0 {
+			// One word with no space to break at is held only so long: a client streaming
+			// spaceless text would otherwise grow the buffer (and each Push's rescan) without bound.
+			if !runesOver(text, maxWordSplits*limit) {
+				break
+			}
+			cut = runeOffset(text, limit)
+		}
+		pieces = append(pieces, strings.TrimSpace(text[:cut]))
+		text = strings.TrimLeftFunc(text[cut:], unicode.IsSpace)
+	}
+	return pieces, text
 }
 
 // Flush returns everything buffered as one piece ("" when nothing is), sentence end or not.
@@ -200,18 +233,19 @@ func (s *Splitter) Reset() {
 func (s *Splitter) Buffered() string { return s.buf }
 
 // Batch hands out whole sentences as pieces, as Push would: the first alone (FirstAlone, when no
-// piece was handed out yet), the rest batched up to SplitChars.
+// piece was handed out yet), the rest batched up to SplitChars; a sentence over SplitChars is
+// Cut at word boundaries.
 func (s *Splitter) Batch(sentences []string) []string {
 	if len(sentences) == 0 {
 		return nil
 	}
 	var pieces []string
-	if s.pieces == 0 && s.opts.FirstAlone {
-		pieces = append(pieces, sentences[0])
-		sentences = sentences[1:]
-	}
 	if s.opts.SplitChars <= 0 {
 		return append(pieces, sentences...)
+	}
+	if s.pieces == 0 && s.opts.FirstAlone {
+		pieces = append(pieces, Cut(sentences[0], s.opts.SplitChars)...)
+		sentences = sentences[1:]
 	}
 	cur, curLen := "", 0
 	for _, sent := range sentences {
@@ -219,6 +253,13 @@ func (s *Splitter) Batch(sentences []string) []string {
 		if cur != "" && curLen+1+n > s.opts.SplitChars {
 			pieces = append(pieces, cur)
 			cur, curLen = "", 0
+		}
+		if n > s.opts.SplitChars {
+			// A sentence over SplitChars is broken at word boundaries, as unpunctuated text is.
+			parts := Cut(sent, s.opts.SplitChars)
+			pieces = append(pieces, parts[:len(parts)-1]...)
+			sent = parts[len(parts)-1]
+			n = utf8.RuneCountInString(sent)
 		}
 		if cur == "" {
 			cur, curLen = sent, n

@@ -92,6 +92,16 @@ func TestSplitter(t *testing.T) {
 			steps: []step{{strings.Repeat("a", 20), nil}, {"bc", []string{"aaaaa"}}},
 			flush: strings.Repeat("a", 15) + "bc",
 		},
+		"a sentence over split is broken on a space": {
+			opts: Options{FirstAlone: true, SplitChars: 20},
+			steps: []step{{"one two three four five six seven eight. Short. ",
+				[]string{"one two three four", "five six seven", "eight.", "Short."}}},
+		},
+		"a later sentence over split is broken, its tail batched": {
+			opts: Options{FirstAlone: true, SplitChars: 20},
+			steps: []step{{"Hi. one two three four five six seven. Ok. ",
+				[]string{"Hi.", "one two three four", "five six seven. Ok."}}},
+		},
 		"abbreviation across pushes": {
 			opts:  Options{FirstAlone: true},
 			steps: []step{{"Ask Dr.", nil}, {" Who now. ", []string{"Ask Dr. Who now."}}},
@@ -182,6 +192,73 @@ func FuzzSplitter(f *testing.F) {
 		// Nothing but whitespace is lost or invented.
 		if got, want := strings.Join(strings.Fields(strings.Join(all, " ")), ""), strings.Join(strings.Fields(text), ""); got != want {
 			t.Fatalf("pieces %q lost text: %q vs %q", all, got, want)
+		}
+	})
+}
+
+func TestCut(t *testing.T) {
+	tests := map[string]struct {
+		in    string
+		limit int
+		want  []string
+	}{
+		"short":              {"  one two  ", 20, []string{"one two"}},
+		"empty":              {"  ", 20, nil},
+		"no limit":           {"one two three", 0, []string{"one two three"}},
+		"at spaces":          {"one two three four five six seven", 10, []string{"one two", "three four", "five six", "seven"}},
+		"long word waits":    {"abcdefghijk lm", 5, []string{"abcdefghijk", "lm"}},
+		"word over 4 splits": {strings.Repeat("a", 23), 5, []string{"aaaaa", strings.Repeat("a", 18)}},
+		"punctuation kept":   {"Hello there, this is long. And more.", 15, []string{"Hello there,", "this is long.", "And more."}},
+		"runes not bytes":    {"héllo wörld çava", 11, []string{"héllo wörld", "çava"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := Cut(tc.in, tc.limit); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+			}
+		})
+	}
+}
+
+// The request: 240 KB of unpunctuated words is many pieces of at most limit characters,
+// each ending at a word, and nothing is lost.
+func TestCutBoundsUnpunctuatedText(t *testing.T) {
+	text := strings.Repeat("hello world ", 20000)
+	pieces := Cut(text, 400)
+	if len(pieces) < 600 {
+		t.Fatalf("%d pieces, want one per ~400 characters", len(pieces))
+	}
+	for i, p := range pieces {
+		if n := utf8.RuneCountInString(p); n > 400 {
+			t.Fatalf("piece %d has %d characters, want at most 400", i, n)
+		}
+		if strings.HasPrefix(p, "orld") || strings.HasSuffix(p, "hel") {
+			t.Fatalf("piece %d broke a word: %q", i, p)
+		}
+	}
+	if got := strings.Join(pieces, " "); got != strings.TrimSpace(text) {
+		t.Fatal("pieces lost or invented text")
+	}
+}
+
+func FuzzCut(f *testing.F) {
+	f.Add("one two three four five", 7)
+	f.Add(strings.Repeat("a", 50)+" b", 3)
+	f.Fuzz(func(t *testing.T, text string, limit int) {
+		if !utf8.ValidString(text) || limit <= 0 || limit > 100 {
+			return
+		}
+		pieces := Cut(text, limit)
+		for _, p := range pieces {
+			if p == "" || p != strings.TrimSpace(p) {
+				t.Fatalf("piece %q is empty or untrimmed", p)
+			}
+			if utf8.RuneCountInString(p) > maxWordSplits*limit {
+				t.Fatalf("piece of %d characters, limit %d", utf8.RuneCountInString(p), limit)
+			}
+		}
+		if got, want := strings.Join(strings.Fields(strings.Join(pieces, " ")), ""), strings.Join(strings.Fields(text), ""); got != want {
+			t.Fatalf("pieces %q lost text", pieces)
 		}
 	})
 }

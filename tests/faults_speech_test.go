@@ -1,0 +1,288 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/speechcore/audio"
+)
+
+// Issue 18, the raw speech doors: what one client sends must not take a node's memory. Each test
+// measures the server's peak resident set (VmHWM, reset first) against a bound; a guard kills the
+// server as soon as its RSS passes the bound, so a regression fails fast instead of eating the box.
+
+// statusKiB reads one field (VmRSS:, VmHWM:) of the server's /proc/PID/status, in KiB.
+func (s *server) statusKiB(t testing.TB, field string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("server status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, s.cmd.Process.Pid)
+	return 0
+}
+
+// memoryGuard bounds the server's growth from now: it resets the peak (VmHWM, via clear_refs),
+// samples VmRSS every 20 ms and kills the server the moment it grows past limitMiB. done stops it
+// and returns the growth at the peak, in MiB, failing t when it passed the limit.
+func (s *server) memoryGuard(t testing.TB, limitMiB int) (done func() (growthMiB int)) {
+	t.Helper()
+	pid := s.cmd.Process.Pid
+	// 5 resets the peak resident set to the present one (proc(5), clear_refs).
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Logf("clear_refs: %v (the peak is measured from the server's start)", err)
+	}
+	base := s.statusKiB(t, "VmRSS:")
+	stop := make(chan struct{})
+	var killedAt int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-s.exited:
+				return
+			case <-tick.C:
+			}
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if err != nil {
+				return
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+					if n, _ := strconv.Atoi(f[1]); (n-base)>>10 > limitMiB {
+						killedAt = n
+						t.Logf("the server grew from %d MiB to %d MiB, past the bound of +%d MiB: killing it", base>>10, n>>10, limitMiB)
+						s.cmd.Process.Kill()
+						return
+					}
+				}
+			}
+		}
+	})
+	return func() int {
+		t.Helper()
+		close(stop)
+		wg.Wait()
+		if killedAt > 0 {
+			t.Fatalf("the server grew from %d MiB past %d MiB (+%d MiB, the bound is +%d MiB): killed", base>>10, killedAt>>10, (killedAt-base)>>10, limitMiB)
+		}
+		growth := (s.statusKiB(t, "VmHWM:") - base) >> 10
+		if growth > limitMiB {
+			t.Fatalf("the server's peak grew by %d MiB from %d MiB, the bound is %d MiB", growth, base>>10, limitMiB)
+		}
+		return growth
+	}
+}
+
+// speechGrowthMiB bounds one long synthesis request: a piece's audio (kokoro.MaxPieceChars, a few
+// model calls) and the frames queued for the socket, with room for the allocator. Before the fix
+// the 240 KB request below grew the server by ~3.5 GB.
+const speechGrowthMiB = 160
+
+// TestFaultsSpeechLongText: "hello world " × 20000 (240 KB, no sentence end) on every door that
+// synthesises is spoken a part at a time, each part sent as it is made: the audio starts while
+// the server stays within speechGrowthMiB, in many frames of bounded size.
+func TestFaultsSpeechLongText(t *testing.T) {
+	text := strings.Repeat("hello world ", 20000)
+	const wantFrames = 20 // read this many parts' audio, then hang up
+
+	t.Run("audio/speech", func(t *testing.T) {
+		s := startServer(t, serverOpts{})
+		done := s.memoryGuard(t, speechGrowthMiB)
+		body, _ := json.Marshal(map[string]any{"input": text, "response_format": "pcm"})
+		req, _ := http.NewRequest("POST", s.Base+"/v1/audio/speech", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.Client.Do(req)
+		if err != nil {
+			done()
+			t.Fatalf("POST: %v", err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		// 20 parts of ~400 characters at the fixture's 80 ms a phoneme: well over 24 MiB.
+		const want = 24 << 20
+		n, err := io.CopyN(io.Discard, resp.Body, want)
+		growth := done()
+		if n < want {
+			t.Fatalf("read %d bytes of audio (%v), want %d", n, err, want)
+		}
+		t.Logf("/v1/audio/speech: %d MiB of audio read; server peak +%d MiB", n>>20, growth)
+	})
+
+	t.Run("synthesize", func(t *testing.T) {
+		s := startServer(t, serverOpts{})
+		conn := s.dialWS(t, "/v1/synthesize")
+		readJSON(t, conn, 30*time.Second) // ready
+		done := s.memoryGuard(t, speechGrowthMiB)
+		if err := conn.Write(ctxT(t, 10*time.Second), websocket.MessageText, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		frames, largest := 0, 0
+		for frames < wantFrames {
+			typ, data, err := conn.Read(ctxT(t, 60*time.Second))
+			if err != nil {
+				done()
+				t.Fatalf("after %d audio frames: %v", frames, err)
+			}
+			if typ == websocket.MessageBinary {
+				frames++
+				largest = max(largest, len(data))
+				continue
+			}
+			var h map[string]any
+			json.Unmarshal(data, &h)
+			if h["type"] != "audio" {
+				t.Fatalf("frame %v, want audio headers", h)
+			}
+			if n := len([]rune(h["text"].(string))); n > 1600 {
+				t.Fatalf("a part of %d characters", n)
+			}
+		}
+		conn.Close(websocket.StatusNormalClosure, "")
+		growth := done()
+		t.Logf("/v1/synthesize: %d audio frames, the largest %d KiB; server peak +%d MiB", frames, largest>>10, growth)
+	})
+
+	t.Run("speak/stream flush", func(t *testing.T) {
+		s := startServer(t, serverOpts{})
+		conn := s.dialWS(t, "/v1/speak/stream")
+		readJSON(t, conn, 30*time.Second) // ready
+		readJSON(t, conn, 30*time.Second) // format
+		done := s.memoryGuard(t, speechGrowthMiB)
+		msg, _ := json.Marshal(map[string]any{"type": "flush", "text": text})
+		if err := conn.Write(ctxT(t, 10*time.Second), websocket.MessageText, msg); err != nil {
+			t.Fatal(err)
+		}
+		frames := 0
+		for frames < wantFrames {
+			typ, data, err := conn.Read(ctxT(t, 60*time.Second))
+			if err != nil {
+				done()
+				t.Fatalf("after %d audio frames: %v", frames, err)
+			}
+			if typ == websocket.MessageBinary {
+				frames++
+				continue
+			}
+			var m map[string]any
+			json.Unmarshal(data, &m)
+			if m["type"] == "error" {
+				t.Fatalf("error %v", m)
+			}
+		}
+		conn.Close(websocket.StatusNormalClosure, "")
+		growth := done()
+		t.Logf("/v1/speak/stream flush: %d audio frames; server peak +%d MiB", frames, growth)
+	})
+}
+
+// lowRateWAV is an 8-bit mono WAV at 1 kHz holding secs seconds of silence (0x80): one byte a
+// second of audio becomes 64 bytes once decoded to float32 at 16 kHz.
+func lowRateWAV(secs int) []byte {
+	data := bytes.Repeat([]byte{0x80}, secs*1000)
+	return append(audio.WAVHeader(1000, 1, 8, len(data)), data...)
+}
+
+func postUpload(t testing.TB, s *server, file []byte) (int, map[string]any) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "low.wav")
+	fw.Write(file)
+	mw.WriteField("response_format", "verbose_json")
+	mw.Close()
+	status, out := s.do("POST", "/v1/audio/transcriptions", mw.FormDataContentType(), &body)
+	var m map[string]any
+	json.Unmarshal(out, &m)
+	return status, m
+}
+
+// uploadGrowthMiB bounds one upload being transcribed: the 1 MiB it is held in memory (larger
+// ones are spooled to disk), a 30 s window and a second of source, the decoder's work.
+const uploadGrowthMiB = 64
+
+// TestFaultsLowRateUpload: the issue's 8 MB, 8-bit, 1 kHz WAV (2.2 hours of audio) is refused by
+// name before a sample is decoded, and one just under MaxUploadSeconds is transcribed window by
+// window: neither grows the server past uploadGrowthMiB (before: +1.2 GB for the first, +125 MB
+// for the second, decoded and resampled whole).
+func TestFaultsLowRateUpload(t *testing.T) {
+	s := startServer(t, serverOpts{})
+
+	done := s.memoryGuard(t, uploadGrowthMiB)
+	status, m := postUpload(t, s, lowRateWAV(8000))
+	growth := done()
+	e, _ := m["error"].(map[string]any)
+	if status != http.StatusRequestEntityTooLarge || e["code"] != "audio_too_long" {
+		t.Fatalf("8000 s upload: %d %v, want 413 audio_too_long", status, m)
+	}
+	t.Logf("8 MB 8-bit 1 kHz WAV: refused %s; server peak +%d MiB", e["code"], growth)
+
+	done = s.memoryGuard(t, uploadGrowthMiB)
+	status, m = postUpload(t, s, lowRateWAV(1800))
+	growth = done()
+	if status != 200 || m["duration"] != 1800.0 {
+		t.Fatalf("1800 s upload: %d %v", status, m)
+	}
+	if segs, _ := m["segments"].([]any); len(segs) != 60 {
+		t.Fatalf("%d segments, want 60 windows of 30 s", len(segs))
+	}
+	t.Logf("1800 s 8-bit 1 kHz WAV: transcribed in 60 windows; server peak +%d MiB", growth)
+}
+
+// TestFaultsRawSocketIdle: /v1/transcribe and /v1/synthesize close a socket that sends nothing
+// (issue 18 item 8e: silent sockets were held 190 s and more), by name.
+func TestFaultsRawSocketIdle(t *testing.T) {
+	needFlag(t, "speech-idle-timeout")
+	s := startServer(t, serverOpts{Args: []string{"--speech-idle-timeout", "1s"}})
+	for _, path := range []string{"/v1/transcribe", "/v1/synthesize", "/v1/speak/stream"} {
+		t.Run(path, func(t *testing.T) {
+			conn := s.dialWS(t, path)
+			var closeErr error
+			for range 4 {
+				typ, data, err := conn.Read(ctxT(t, 30*time.Second))
+				if err != nil {
+					closeErr = err
+					break
+				}
+				var m map[string]any
+				if typ != websocket.MessageText || json.Unmarshal(data, &m) != nil {
+					t.Fatalf("a %v frame from a silent socket", typ)
+				}
+				if m["type"] == "error" && m["name"] != "idle_timeout" {
+					t.Fatalf("error %v, want idle_timeout", m)
+				}
+			}
+			var ce websocket.CloseError
+			if !errors.As(closeErr, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != "idle_timeout" {
+				t.Fatalf("silent socket ended with %v, want 1008 idle_timeout", closeErr)
+			}
+		})
+	}
+}
