@@ -114,6 +114,12 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		networks = append(networks, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
 	}
 	se.SetNetworkTypes(networks)
+	// The call reads its data channel itself (readEvents): a message over MaxEventMessage is
+	// refused by name instead of closing the channel (pion's reader) or stalling the association
+	// (pion advertised 1 GiB, over what its 1 MiB receive window can ever reassemble).
+	se.DetachDataChannels()
+	se.SetSCTPMaxMessageSize(MaxEventMessage)
+	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
 	e.api = webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(ir), webrtc.WithSettingEngine(se))
 	return e, nil
 }
