@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/datachannel"
@@ -85,8 +86,11 @@ type Call struct {
 
 	connected chan struct{}
 	failed    chan struct{}
-	once      sync.Once // connected
-	failOnce  sync.Once
+	// iceDown: ICE is disconnected (nothing heard from the peer for DisconnectedTimeout), failed
+	// or closed; the pacer plays nothing meanwhile (pace).
+	iceDown  atomic.Bool
+	once     sync.Once // connected
+	failOnce sync.Once
 
 	mu      sync.Mutex
 	closing bool
@@ -125,8 +129,12 @@ func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers) (*Ca
 	pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
 		switch s {
 		case webrtc.ICEConnectionStateConnected, webrtc.ICEConnectionStateCompleted:
+			c.iceDown.Store(false)
 			c.once.Do(func() { close(c.connected) })
+		case webrtc.ICEConnectionStateDisconnected:
+			c.iceDown.Store(true)
 		case webrtc.ICEConnectionStateFailed, webrtc.ICEConnectionStateClosed:
+			c.iceDown.Store(true)
 			c.failOnce.Do(func() { close(c.failed) })
 		}
 	})
@@ -190,8 +198,8 @@ func (c *Call) startReader() bool {
 
 // readEvents is the oai-events channel's one reader: each message goes to Handlers.Event. A
 // message over MaxEventMessage is read through (SCTP's receive window bounds what can arrive:
-// maxReadThrough), dropped and reported to Handlers.TooLarge; the channel goes on. It ends when
-// the channel or the call does (pc.Close ends the read).
+// maxReadThrough), dropped and reported to Handlers.TooLarge; the channel goes on. When the
+// channel ends, so does the call (pc.Close ends the read when the call ends first).
 func (c *Call) readEvents(raw datachannel.ReadWriteCloser) {
 	defer c.wg.Done()
 	defer raw.Close()
@@ -208,6 +216,9 @@ func (c *Call) readEvents(raw datachannel.ReadWriteCloser) {
 			continue
 		}
 		if err != nil {
+			// The peer closed the channel or the association (a PeerConnection closed without
+			// a hang-up): the call is over now, not when ICE times out.
+			c.cancel(fmt.Errorf("%w: data channel: %w", ErrICEFailed, err))
 			return
 		}
 		if n > MaxEventMessage {
@@ -266,9 +277,11 @@ func (c *Call) supervise() {
 			}
 			break connected
 		}
-		if why == nil {
-			// The last sample, unless ICE failed: pion then closes the pc itself, and its
-			// GetStats races with that close (seen by -race in TestCallPeerVanishes).
+		if why == nil && !errors.Is(context.Cause(c.ctx), ErrICEFailed) {
+			// The last sample, unless ICE failed or the peer closed the association (the data
+			// channel ended the call): pion then closes the pc itself, and its GetStats races
+			// with that close (seen by -race in TestCallPeerVanishes and
+			// TestCallPlayedStopsWithThePeer).
 			c.sampleStats(seen)
 		}
 	case <-c.failed:
@@ -475,7 +488,8 @@ func (c *Call) Clear() int64 {
 	return c.played
 }
 
-// Played is how many samples (24 kHz) of the audio given to Play went out, in total.
+// Played is how many samples (24 kHz) of the audio given to Play went out, in total: written to
+// the track while ICE was connected (the session meters spoken seconds by it).
 func (c *Call) Played() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -511,7 +525,8 @@ const CutTailPackets = 10
 
 // pace is the one pacer: every 20 ms it takes 480 samples of reply audio, resamples them to
 // 48 kHz, encodes one Opus packet and writes it to the track; after a cut it sends the silence
-// tail (CutTailPackets) instead.
+// tail (CutTailPackets) instead. While ICE is disconnected it pauses: Played counts only audio
+// sent while the peer could hear it.
 func (c *Call) pace() {
 	defer c.wg.Done()
 	enc, err := opus.NewEncoder(32000)
@@ -533,6 +548,11 @@ func (c *Call) pace() {
 		case <-c.ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if c.iceDown.Load() {
+			// The peer is unreachable: nothing is played, nor counted in Played (what the
+			// session meters), until ICE is back or the call ends.
+			continue
 		}
 		c.mu.Lock()
 		n := copy(chunk, c.pending)

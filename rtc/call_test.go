@@ -101,7 +101,10 @@ type rxPacket struct {
 	pcm     []int16 // its 20 ms at 48 kHz
 }
 
-func newClient(t *testing.T) *client {
+func newClient(t *testing.T) *client { return newClientWith(t, nil) }
+
+// newClientWith is newClient with its SettingEngine adjusted by tune (nil: as it is).
+func newClientWith(t *testing.T, tune func(*webrtc.SettingEngine)) *client {
 	t.Helper()
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
@@ -111,6 +114,9 @@ func newClient(t *testing.T) *client {
 	se.SetIncludeLoopbackCandidate(true)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	if tune != nil {
+		tune(&se)
+	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithSettingEngine(se))
 	pc, err := api.NewPeerConnection(webrtc.Configuration{})
 	if err != nil {

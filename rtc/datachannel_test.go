@@ -2,6 +2,7 @@ package rtc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -118,4 +119,22 @@ func TestCallOtherDataChannelsClosed(t *testing.T) {
 		t.Fatal("the oai-events channel stopped")
 	}
 	call.Close()
+}
+
+// TestCallEndsWhenEventsChannelCloses: a peer that closes its oai-events channel has ended the
+// call (nothing can reach it): the call ends at once, not when ICE times out.
+func TestCallEndsWhenEventsChannelCloses(t *testing.T) {
+	leakCheck(t)
+	ep, cl, o, call := connect(t, Config{})
+	defer ep.Close()
+	defer cl.close()
+	cl.dc.Close()
+	select {
+	case <-call.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call went on 5 s after its oai-events channel closed")
+	}
+	if err := <-o.closed; !errors.Is(err, ErrICEFailed) {
+		t.Errorf("Closed: %v, want ErrICEFailed", err)
+	}
 }

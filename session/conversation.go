@@ -102,6 +102,8 @@ type usage struct {
 	heardSamples  atomic.Int64 // 16 kHz samples past the squelch, not yet metered
 	heardForReply atomic.Int64 // 16 kHz samples past the squelch since the last response.done
 	spokenSamples atomic.Int64 // 24 kHz samples sent, not yet metered
+	// playedMetered is the Media.Player's Played already added to spokenSamples (takePlayed).
+	playedMetered atomic.Int64
 	meterKick     chan struct{}
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first reply audio after it observes the answer latency.
@@ -158,6 +160,10 @@ func (c *conversation) run(parent context.Context) {
 		c.work.Wait()
 		writer.Wait()
 		meter.Wait()
+		if c.media.Player != nil {
+			// The player stops (a call hangs up): what it played is final before the last flush.
+			c.t.Close(EndNormal, "")
+		}
 		// A reply worker can count its last samples after the meter loop's final flush: hand
 		// them on now that every worker has returned (the meter writes them within a second,
 		// and at shutdown its Close flushes after every conversation has drained).

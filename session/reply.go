@@ -417,7 +417,9 @@ func (run *replyRun) say(piece string) error {
 			if err := run.sendAudio(piece, pcm[:n]); err != nil {
 				return err
 			}
-			c.spokenSamples.Add(int64(n))
+			if c.media.Player == nil {
+				c.spokenSamples.Add(int64(n)) // a player's are counted as it plays them (takePlayed)
+			}
 			c.meterNow() // durable before the next delta goes out
 			sent += n
 			pcm = pcm[n:]
