@@ -78,8 +78,9 @@ func (c *conversation) meterNow() {
 // spoken: over a player (a WebRTC track) spoken seconds are what went out, not what was queued
 // for it, so the audio still queued when the peer vanishes (up to the player's buffer, and all
 // a paused player holds) is never billed. Without a player, say counts each delta as it is sent,
-// as the client receives it. Safe from any goroutine: Played only grows, and each sample is
-// counted once.
+// as the client receives it. The played seconds are spent from the quota here too (spend closes
+// the conversation when it is used up). Safe from any goroutine: Played only grows, and each
+// sample is counted once.
 func (c *conversation) takePlayed() {
 	pl := c.media.Player
 	if pl == nil {
@@ -93,6 +94,9 @@ func (c *conversation) takePlayed() {
 		}
 		if c.playedMetered.CompareAndSwap(last, played) {
 			c.spokenSamples.Add(played - last)
+			if c.ctx.Err() == nil {
+				c.spend(time.Duration(played-last) * time.Second / speakRate) // the quota too
+			}
 			return
 		}
 	}

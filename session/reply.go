@@ -423,7 +423,12 @@ func (run *replyRun) say(piece string) error {
 			c.meterNow() // durable before the next delta goes out
 			sent += n
 			pcm = pcm[n:]
-			if !c.spend(time.Duration(n) * time.Second / speakRate) {
+			if c.media.Player != nil {
+				// takePlayed spends what the player played (in meterNow, and each second).
+				if errors.Is(context.Cause(run.ctx), errQuota) {
+					return errQuota
+				}
+			} else if !c.spend(time.Duration(n) * time.Second / speakRate) {
 				return errQuota
 			}
 		}
