@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
@@ -26,14 +29,39 @@ const (
 	statsEvery = 5 * time.Second
 )
 
+// The oai-events data channel's bounds.
+const (
+	// MaxEventMessage is the largest data-channel message a call takes, advertised in the
+	// answer (a=max-message-size; a browser's send() refuses a larger one itself). It is
+	// libwebrtc's own figure (Chrome advertises 256 KiB), far above any realtime client event
+	// (input_audio_buffer.append is refused on a call: the audio is on the track). A larger
+	// message from a peer that ignores the advertisement is read through (sctpReceiveBuffer
+	// bounds it), dropped and refused with an error event; the call goes on.
+	MaxEventMessage = 256 << 10
+	// sctpReceiveBuffer is the SCTP association's receive window (pion's default, stated): all
+	// the data-channel bytes a peer can have in flight on a call. A message must fit in it to
+	// arrive at all, so it is above MaxEventMessage.
+	sctpReceiveBuffer = 1 << 20
+	// firstEventBuffer is the reader's first buffer; it doubles while a message needs more.
+	firstEventBuffer = 4 << 10
+	// maxReadThrough bounds the buffer a message over MaxEventMessage is read through with: the
+	// receive window and the chunks SCTP takes past it to fill a gap. No complete message can
+	// be larger; the reader ends the call if one were.
+	maxReadThrough = 2 * sctpReceiveBuffer
+)
+
 // Handlers are a call's owner callbacks; any may be nil.
 type Handlers struct {
 	// InputRate is the rate Audio delivers at (default 16000).
 	InputRate int
 	// Audio gets the decoded mic audio, from the call's one reader goroutine.
 	Audio func(pcm []float32)
-	// Event gets each oai-events data-channel message (pion's data-channel goroutine).
+	// Event gets each oai-events data-channel message (the call's data-channel reader); msg is
+	// the caller's to keep.
 	Event func(msg []byte)
+	// TooLarge reports a data-channel message over MaxEventMessage, of size bytes, that was
+	// dropped (the data-channel reader).
+	TooLarge func(size int)
 	// Output reports the output buffer started (true) or stopped (false), from the pacer.
 	Output func(started bool)
 	// Closed is called once when the call ends, with why (ErrCallClosed, ErrICETimeout, ...).
@@ -58,12 +86,16 @@ type Call struct {
 
 	connected chan struct{}
 	failed    chan struct{}
-	once      sync.Once // connected
-	failOnce  sync.Once
+	// iceDown: ICE is disconnected (nothing heard from the peer for DisconnectedTimeout), failed
+	// or closed; the pacer plays nothing meanwhile (pace).
+	iceDown  atomic.Bool
+	once     sync.Once // connected
+	failOnce sync.Once
 
 	mu      sync.Mutex
 	closing bool
-	wg      sync.WaitGroup // reader, writer, pacer
+	wg      sync.WaitGroup // track reader, data-channel reader, writer, pacer
+	reading bool           // the track reader started: a second audio track is not read
 	dc      *webrtc.DataChannel
 	dcOpen  chan struct{}
 	dcOnce  sync.Once
@@ -97,33 +129,41 @@ func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers) (*Ca
 	pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
 		switch s {
 		case webrtc.ICEConnectionStateConnected, webrtc.ICEConnectionStateCompleted:
+			c.iceDown.Store(false)
 			c.once.Do(func() { close(c.connected) })
+		case webrtc.ICEConnectionStateDisconnected:
+			c.iceDown.Store(true)
 		case webrtc.ICEConnectionStateFailed, webrtc.ICEConnectionStateClosed:
+			c.iceDown.Store(true)
 			c.failOnce.Do(func() { close(c.failed) })
 		}
 	})
 	pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
-		if t.Kind() != webrtc.RTPCodecTypeAudio || !c.start() {
-			return
+		if t.Kind() != webrtc.RTPCodecTypeAudio || !c.startReader() {
+			return // one mic: a second audio track is not read (its packets are dropped by pion)
 		}
 		go c.read(t)
 	})
 	pc.OnDataChannel(func(dc *webrtc.DataChannel) {
-		if dc.Label() != "oai-events" {
-			return
-		}
 		c.mu.Lock()
-		if c.dc != nil {
-			c.mu.Unlock()
-			return
+		events := dc.Label() == "oai-events" && c.dc == nil
+		if events {
+			c.dc = dc
 		}
-		c.dc = dc
 		c.mu.Unlock()
-		dc.OnOpen(func() { c.dcOnce.Do(func() { close(c.dcOpen) }) })
-		dc.OnMessage(func(m webrtc.DataChannelMessage) {
-			if c.h.Event != nil {
-				c.h.Event(m.Data)
+		// Channels are detached (Endpoint): nothing reads one but the call, so any other channel
+		// a peer opens is closed at once and holds no reader, buffer or queued bytes.
+		dc.OnOpen(func() {
+			raw, err := dc.Detach()
+			if err != nil {
+				return
 			}
+			if !events || !c.start() {
+				raw.Close()
+				return
+			}
+			c.dcOnce.Do(func() { close(c.dcOpen) })
+			go c.readEvents(raw)
 		})
 	})
 	c.wg.Add(2)
@@ -142,6 +182,56 @@ func (c *Call) start() bool {
 	}
 	c.wg.Add(1)
 	return true
+}
+
+// startReader registers the one track reader (false: the call is closing or has one).
+func (c *Call) startReader() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing || c.reading {
+		return false
+	}
+	c.reading = true
+	c.wg.Add(1)
+	return true
+}
+
+// readEvents is the oai-events channel's one reader: each message goes to Handlers.Event. A
+// message over MaxEventMessage is read through (SCTP's receive window bounds what can arrive:
+// maxReadThrough), dropped and reported to Handlers.TooLarge; the channel goes on. When the
+// channel ends, so does the call (pc.Close ends the read when the call ends first).
+func (c *Call) readEvents(raw datachannel.ReadWriteCloser) {
+	defer c.wg.Done()
+	defer raw.Close()
+	buf := make([]byte, firstEventBuffer)
+	for {
+		n, _, err := raw.ReadDataChannel(buf)
+		if errors.Is(err, io.ErrShortBuffer) {
+			// The message stays queued until a buffer holds it; pion does not say its size.
+			if len(buf) >= maxReadThrough {
+				c.cancel(fmt.Errorf("%w: a data-channel message over %d bytes", ErrICEFailed, maxReadThrough))
+				return
+			}
+			buf = make([]byte, min(2*len(buf), maxReadThrough))
+			continue
+		}
+		if err != nil {
+			// The peer closed the channel or the association (a PeerConnection closed without
+			// a hang-up): the call is over now, not when ICE times out.
+			c.cancel(fmt.Errorf("%w: data channel: %w", ErrICEFailed, err))
+			return
+		}
+		if n > MaxEventMessage {
+			if c.h.TooLarge != nil {
+				c.h.TooLarge(n)
+			}
+			buf = make([]byte, MaxEventMessage) // the read-through buffer goes
+			continue
+		}
+		if c.h.Event != nil {
+			c.h.Event(append([]byte(nil), buf[:n]...))
+		}
+	}
 }
 
 func (c *Call) negotiate(ctx context.Context, offer string) (string, error) {
@@ -187,9 +277,11 @@ func (c *Call) supervise() {
 			}
 			break connected
 		}
-		if why == nil {
-			// The last sample, unless ICE failed: pion then closes the pc itself, and its
-			// GetStats races with that close (seen by -race in TestCallPeerVanishes).
+		if why == nil && !errors.Is(context.Cause(c.ctx), ErrICEFailed) {
+			// The last sample, unless ICE failed or the peer closed the association (the data
+			// channel ended the call): pion then closes the pc itself, and its GetStats races
+			// with that close (seen by -race in TestCallPeerVanishes and
+			// TestCallPlayedStopsWithThePeer).
 			c.sampleStats(seen)
 		}
 	case <-c.failed:
@@ -396,7 +488,8 @@ func (c *Call) Clear() int64 {
 	return c.played
 }
 
-// Played is how many samples (24 kHz) of the audio given to Play went out, in total.
+// Played is how many samples (24 kHz) of the audio given to Play went out, in total: written to
+// the track while ICE was connected (the session meters spoken seconds by it).
 func (c *Call) Played() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -432,7 +525,8 @@ const CutTailPackets = 10
 
 // pace is the one pacer: every 20 ms it takes 480 samples of reply audio, resamples them to
 // 48 kHz, encodes one Opus packet and writes it to the track; after a cut it sends the silence
-// tail (CutTailPackets) instead.
+// tail (CutTailPackets) instead. While ICE is disconnected it pauses: Played counts only audio
+// sent while the peer could hear it.
 func (c *Call) pace() {
 	defer c.wg.Done()
 	enc, err := opus.NewEncoder(32000)
@@ -454,6 +548,11 @@ func (c *Call) pace() {
 		case <-c.ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if c.iceDown.Load() {
+			// The peer is unreachable: nothing is played, nor counted in Played (what the
+			// session meters), until ICE is back or the call ends.
+			continue
 		}
 		c.mu.Lock()
 		n := copy(chunk, c.pending)

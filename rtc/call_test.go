@@ -101,7 +101,10 @@ type rxPacket struct {
 	pcm     []int16 // its 20 ms at 48 kHz
 }
 
-func newClient(t *testing.T) *client {
+func newClient(t *testing.T) *client { return newClientWith(t, nil) }
+
+// newClientWith is newClient with its SettingEngine adjusted by tune (nil: as it is).
+func newClientWith(t *testing.T, tune func(*webrtc.SettingEngine)) *client {
 	t.Helper()
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
@@ -111,6 +114,9 @@ func newClient(t *testing.T) *client {
 	se.SetIncludeLoopbackCandidate(true)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	if tune != nil {
+		tune(&se)
+	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithSettingEngine(se))
 	pc, err := api.NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
@@ -230,17 +236,28 @@ func (o *owner) handlers() Handlers {
 
 func connect(t *testing.T, cfg Config) (*Endpoint, *client, *owner, *Call) {
 	t.Helper()
+	o := newOwner()
+	ep, cl, call := connectWith(t, cfg, o.handlers(), nil)
+	return ep, cl, o, call
+}
+
+// connectWith answers a client's offer with handlers h; the client is given mangle(answer)
+// (nil: the answer as it is).
+func connectWith(t *testing.T, cfg Config, h Handlers, mangle func(string) string) (*Endpoint, *client, *Call) {
+	t.Helper()
 	ep, err := NewEndpoint(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := newClient(t)
-	o := newOwner()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	answer, call, err := ep.Answer(ctx, cl.offer(t), o.handlers())
+	answer, call, err := ep.Answer(ctx, cl.offer(t), h)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if mangle != nil {
+		answer = mangle(answer)
 	}
 	if err := cl.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
 		t.Fatal(err)
@@ -250,7 +267,7 @@ func connect(t *testing.T, cfg Config) (*Endpoint, *client, *owner, *Call) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("data channel did not open")
 	}
-	return ep, cl, o, call
+	return ep, cl, call
 }
 
 func TestCallMediaAndEvents(t *testing.T) {

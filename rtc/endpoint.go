@@ -31,6 +31,10 @@ type Config struct {
 	// DisconnectedTimeout, FailedTimeout: pion's ICE timeouts (defaults 5 s and 10 s); a call
 	// is closed when ICE fails, so a vanished peer releases its call within their sum.
 	DisconnectedTimeout, FailedTimeout time.Duration
+	// PrivateCandidates: whether offers' candidates may name private, loopback and link-local
+	// addresses (CandidatePolicy; the zero value refuses them where this host has a public
+	// address).
+	PrivateCandidates CandidatePolicy
 }
 
 func (c Config) withDefaults() Config {
@@ -52,6 +56,8 @@ type Endpoint struct {
 	metrics *metrics
 	api     *webrtc.API
 	closer  []func() error
+	// refusePrivate: Config.PrivateCandidates, with auto decided at NewEndpoint.
+	refusePrivate bool
 }
 
 // NewEndpoint builds the pion API: Opus, default interceptors (NACK, RTCP reports), and a
@@ -59,6 +65,12 @@ type Endpoint struct {
 func NewEndpoint(cfg Config) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
 	e := &Endpoint{cfg: cfg, metrics: newMetrics()}
+	switch cfg.PrivateCandidates {
+	case CandidatesRefusePrivate:
+		e.refusePrivate = true
+	case CandidatesAuto:
+		e.refusePrivate = hasPublicAddress(cfg.PublicIPs, net.InterfaceAddrs)
+	}
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterCodec(webrtc.RTPCodecParameters{
 		RTPCodecCapability: opusCapability, PayloadType: 111,
@@ -102,9 +114,19 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		networks = append(networks, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
 	}
 	se.SetNetworkTypes(networks)
+	// The call reads its data channel itself (readEvents): a message over MaxEventMessage is
+	// refused by name instead of closing the channel (pion's reader) or stalling the association
+	// (pion advertised 1 GiB, over what its 1 MiB receive window can ever reassemble).
+	se.DetachDataChannels()
+	se.SetSCTPMaxMessageSize(MaxEventMessage)
+	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
 	e.api = webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(ir), webrtc.WithSettingEngine(se))
 	return e, nil
 }
+
+// RefusesPrivateCandidates reports whether offers' private, loopback and link-local candidates
+// are dropped (Config.PrivateCandidates, auto decided).
+func (e *Endpoint) RefusesPrivateCandidates() bool { return e.refusePrivate }
 
 // Close releases the shared muxes (calls must be closed first).
 func (e *Endpoint) Close() error {
@@ -128,10 +150,19 @@ var opusCapability = webrtc.RTPCodecCapability{
 
 // Answer validates offer, makes the call's peer connection and returns the SDP answer (ICE
 // gathering complete: no trickle) and the running Call. h's functions are called from the
-// call's goroutines (see Handlers).
+// call's goroutines (see Handlers). The offer's refused candidates (Config.PrivateCandidates)
+// are dropped before pion sees them: the call never sends a packet to their addresses.
 func (e *Endpoint) Answer(ctx context.Context, offer string, h Handlers) (string, *Call, error) {
-	if err := ValidateOffer(offer); err != nil {
+	d, err := validOffer(offer)
+	if err != nil {
 		return "", nil, err
+	}
+	if e.refusePrivate && dropPrivateCandidates(d) > 0 {
+		b, err := d.Marshal()
+		if err != nil {
+			return "", nil, fmt.Errorf("%w: %v", ErrBadOffer, err)
+		}
+		offer = string(b)
 	}
 	pc, err := e.api.NewPeerConnection(webrtc.Configuration{ICEServers: e.cfg.ICEServers})
 	if err != nil {

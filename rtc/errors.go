@@ -10,6 +10,10 @@ var (
 	ErrNoAudio = errors.New("rtc: SDP offer has no audio m-line")
 	// ErrNoOpus: the offer's audio m-line offers no Opus (opus/48000/2).
 	ErrNoOpus = errors.New("rtc: SDP offer's audio offers no Opus")
+	// ErrTooManyCandidates: the offer carries more than MaxRemoteCandidates ICE candidates.
+	ErrTooManyCandidates = errors.New("rtc: SDP offer carries too many ICE candidates")
+	// ErrTooManyMedia: the offer has more than MaxMediaSections m-lines.
+	ErrTooManyMedia = errors.New("rtc: SDP offer has too many m-lines")
 	// ErrContentType: the signalling body is neither application/sdp nor multipart/form-data.
 	ErrContentType = errors.New("rtc: Content-Type must be application/sdp or multipart/form-data")
 	// ErrNoSDPPart: a multipart body without an "sdp" part.

@@ -55,8 +55,11 @@ func (t *Transport) Handlers() Handlers {
 		Audio: func(pcm []float32) {
 			t.hand(session.Inbound{Audio: audio.Float32ToInt16(pcm), AudioRate: OutputRate})
 		},
-		Event: func(msg []byte) {
-			t.hand(session.Inbound{Event: append([]byte(nil), msg...)})
+		Event: func(msg []byte) { t.hand(session.Inbound{Event: msg}) },
+		TooLarge: func(size int) {
+			t.hand(session.Inbound{Refused: wire.ErrInvalidEvent("", fmt.Sprintf(
+				"Invalid event: a data-channel message may be at most %d bytes (a=max-message-size in the answer); this one was %d and was dropped.",
+				MaxEventMessage, size))})
 		},
 		Output: func(started bool) {
 			emit := t.emit.Load()

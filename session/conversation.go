@@ -102,11 +102,15 @@ type usage struct {
 	// reservedSpeech, recordedSpeech: nanoseconds of reply audio reserved from the budget before
 	// it was sent, and of those, the ones the meter has recorded (both only grow).
 	reservedSpeech atomic.Int64
+	// speakMu is held from a delta's reserve to its place in the outbox (say).
+	speakMu        sync.Mutex
 	recordedSpeech atomic.Int64
 	heardSamples   atomic.Int64 // 16 kHz samples past the squelch, not yet metered
 	heardForReply  atomic.Int64 // 16 kHz samples past the squelch since the last response.done
 	spokenSamples  atomic.Int64 // 24 kHz samples sent, not yet metered
-	meterKick      chan struct{}
+	// playedMetered is the Media.Player's Played already added to spokenSamples (takePlayed).
+	playedMetered atomic.Int64
+	meterKick     chan struct{}
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first reply audio after it observes the answer latency.
 	answerSince atomic.Int64
@@ -162,6 +166,10 @@ func (c *conversation) run(parent context.Context) {
 		c.work.Wait()
 		writer.Wait()
 		meter.Wait()
+		if c.media.Player != nil {
+			// The player stops (a call hangs up): what it played is final before the last flush.
+			c.t.Close(EndNormal, "")
+		}
 		// A reply worker can count its last samples after the meter loop's final flush: hand
 		// them on now that every worker has returned (the meter writes them within a second,
 		// and at shutdown its Close flushes after every conversation has drained).

@@ -38,6 +38,7 @@ func (c *conversation) meterLoop() {
 const meterWriteTimeout = 2 * time.Second
 
 func (c *conversation) flushMeter(ctx context.Context, turnEnded bool) {
+	c.takePlayed()
 	heard := c.heardSamples.Swap(0)
 	spoken := c.spokenSamples.Swap(0)
 	if c.engines.Meter == nil || (heard == 0 && spoken == 0 && !turnEnded) {
@@ -61,6 +62,7 @@ func (c *conversation) meterNow() {
 	if c.engines.Meter == nil {
 		return
 	}
+	c.takePlayed()
 	heard := c.heardSamples.Swap(0)
 	spoken := c.spokenSamples.Swap(0)
 	if heard == 0 && spoken == 0 {
@@ -70,6 +72,34 @@ func (c *conversation) meterNow() {
 	defer cancel()
 	c.engines.Meter.Record(ctx, Usage{Subject: c.grant.Principal.Subject, Org: c.grant.Principal.Org, TurnEnded: true,
 		Heard: audio.Duration(int(heard), hearRate), Spoken: audio.Duration(int(spoken), speakRate)})
+}
+
+// takePlayed counts, with a Media.Player, the reply audio it played since the last call as
+// spoken: over a player (a WebRTC track) spoken seconds are what went out, not what was queued
+// for it, so the audio still queued when the peer vanishes (up to the player's buffer, and all
+// a paused player holds) is never billed. Without a player, say counts each delta as it is sent,
+// as the client receives it. The played seconds are spent from the quota here too (spend closes
+// the conversation when it is used up). Safe from any goroutine: Played only grows, and each
+// sample is counted once.
+func (c *conversation) takePlayed() {
+	pl := c.media.Player
+	if pl == nil {
+		return
+	}
+	played := pl.Played()
+	for {
+		last := c.playedMetered.Load()
+		if played <= last {
+			return
+		}
+		if c.playedMetered.CompareAndSwap(last, played) {
+			c.spokenSamples.Add(played - last)
+			if c.ctx.Err() == nil {
+				c.spend(time.Duration(played-last) * time.Second / speakRate) // the quota too
+			}
+			return
+		}
+	}
 }
 
 // refreshBudget asks the meter what the principal has left. Audio reserved to be spoken whose

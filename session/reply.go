@@ -439,24 +439,45 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
+			if c.media.Player != nil {
+				// Over a player the seconds are what it plays: takePlayed counts and spends them
+				// (in meterNow, and each second), so nothing is reserved here.
+				if err := run.sendAudio(piece, pcm[:n]); err != nil {
+					return err
+				}
+				c.meterNow()
+				sent += n
+				pcm = pcm[n:]
+				if errors.Is(context.Cause(run.ctx), errQuota) {
+					return errQuota
+				}
+				continue
+			}
 			// The budget is taken before the audio goes out, and a delta is cut to what is left.
+			// speakMu keeps the outbox in reserve order: a delta reserved by one reply is queued
+			// before the quota close another reply queues once the budget is gone, so every second
+			// metered reaches the client.
 			want := time.Duration(n) * time.Second / speakRate
+			c.speakMu.Lock()
 			got := c.reserve(want)
 			if got < want {
 				n = int(got * speakRate / time.Second)
 			}
 			if n > 0 {
-				if err := run.sendAudio(piece, pcm[:n]); err != nil {
-					return err
-				}
+				run.emitAudio(run.encode(pcm[:n]))
 				c.spokenSamples.Add(int64(n))
+			}
+			if got < want {
+				c.quotaExceeded()
+			}
+			c.speakMu.Unlock()
+			if n > 0 {
 				c.meterNow() // durable before the next delta goes out
 				sent += n
 				pcm = pcm[n:]
 			}
-			c.recordedSpeech.Add(int64(got))
+			c.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
 			if got < want {
-				c.quotaExceeded()
 				return errQuota
 			}
 		}

@@ -435,12 +435,18 @@ func TestWebRTCRefusals(t *testing.T) {
 		"origin not allowed": {ticket, "application/sdp", offer.SDP, "https://evil.example", 403, "origin_not_allowed"},
 		"not SDP":            {ticket, "text/plain", "hello", "", 400, "invalid_offer"},
 		"SDP without audio":  {ticket, "application/sdp", "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n", "", 400, "invalid_offer"},
+		// The repro: 12,000 candidates got a 500 and an ERROR log (and 2,000 had the
+		// server send ~15,000 STUN packets to the addresses they named).
+		"12,000 candidates": {ticket, "application/sdp", withHostCandidates(offer.SDP, 12000), "", 400, "invalid_offer"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if st, got := post(tc.credential, tc.contentType, tc.body, tc.origin); st != tc.status || got != tc.want {
 				t.Errorf("%d %q, want %d %q", st, got, tc.status, tc.want)
 			}
 		})
+	}
+	if s.logs.has("level=ERROR") {
+		t.Errorf("a refused offer was logged at ERROR:\n%s", s.logs)
 	}
 	// Nothing mounted: the call is refused like the socket.
 	bare := startRealtime(t, serverOpts{NoMount: true})
@@ -614,6 +620,21 @@ func TestWebRTCBargeIn(t *testing.T) {
 	}
 	c.until(t, "response.done", 30*time.Second) // the user's turn is answered
 	s.stop()
+}
+
+// withHostCandidates adds n host candidates (127.0.0.1, distinct ports) to the offer's first m-line.
+func withHostCandidates(offer string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "a=candidate:%d 1 udp %d 127.0.0.1 %d typ host\r\n", 1000+i, 2113937151-i, 20000+i%40000)
+	}
+	at := strings.Index(offer, "\r\nm=")
+	if next := strings.Index(offer[at+2:], "\r\nm="); next >= 0 {
+		at += 2 + next // the end of the first m-line's section
+	} else {
+		at = len(offer) - 2
+	}
+	return offer[:at+2] + b.String() + offer[at+2:]
 }
 
 func typesOfMaps(evs []map[string]any) []string {

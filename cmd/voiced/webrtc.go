@@ -25,6 +25,7 @@ func init() {
 			iceUser, iceCredential string
 			udpMux, tcpMux         int
 			connectTimeout         time.Duration
+			privateCandidates      string
 			cfg                    rtc.Config
 			endpoint               *rtc.Endpoint
 			signal                 *rtc.Signal
@@ -40,6 +41,7 @@ func init() {
 				fs.StringVar(&iceUser, "webrtc-turn-username", "", "username for the TURN servers in --webrtc-ice-servers")
 				fs.StringVar(&iceCredential, "webrtc-turn-credential", "", "credential for the TURN servers in --webrtc-ice-servers")
 				fs.DurationVar(&connectTimeout, "webrtc-connect-timeout", 15*time.Second, "a call whose ICE has not connected by then is released")
+				fs.StringVar(&privateCandidates, "webrtc-private-candidates", "auto", "offers' ICE candidates naming private, loopback, link-local or special-purpose addresses: refuse (dropped: the server never sends them a packet), allow, or auto (refuse when this host has a public address, --webrtc-public-ip's or an interface's)")
 			},
 			validate: func(app *App) error {
 				if !enabled {
@@ -78,6 +80,11 @@ func init() {
 					return fmt.Errorf("--webrtc-connect-timeout must be > 0")
 				}
 				cfg.ConnectTimeout = connectTimeout
+				policy, err := rtc.ParseCandidatePolicy(privateCandidates)
+				if err != nil {
+					return fmt.Errorf("--webrtc-private-candidates: %w", err)
+				}
+				cfg.PrivateCandidates = policy
 				return nil
 			},
 			start: func(ctx context.Context, app *App) error {
@@ -89,6 +96,7 @@ func init() {
 					return fmt.Errorf("webrtc: %w", err)
 				}
 				app.Metrics.MustRegister(endpoint.Collectors()...)
+				app.Log.Info("webrtc", "private_candidates", cfg.PrivateCandidates.String(), "refused", endpoint.RefusesPrivateCandidates())
 				signal = &rtc.Signal{Sessions: app.Conversations, Endpoint: endpoint, Log: app.Log.With("component", "webrtc"), Peers: app.CallPeers}
 				app.HandleBrowser("POST /v1/realtime/calls", http.HandlerFunc(signal.ServeCalls))
 				app.HandlePublic("POST /v1/realtime", http.HandlerFunc(signal.ServeBeta))
