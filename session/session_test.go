@@ -1170,3 +1170,61 @@ func TestTranscriptionDeltasWhileSpeaking(t *testing.T) {
 	}
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
+
+// TestPlainGetKeepsTicket: a GET or HEAD on a socket route that is not a WebSocket handshake (a
+// link previewer fetching the URL) is refused websocket_upgrade_required before admission, and the
+// ticket in its URL still opens the socket after.
+func TestPlainGetKeepsTicket(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{})
+	for _, path := range []string{"/v1/voice", "/v1/realtime"} {
+		tk := ts.ticket(t)
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, ts.URL+path+"?ticket="+tk, nil)
+			req.Header.Set("Connection", "Upgrade") // half a handshake: no Upgrade, no key
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Upgrade") != "websocket" {
+				t.Errorf("%s %s: %d Upgrade=%q, want 426 naming websocket", method, path, resp.StatusCode, resp.Header.Get("Upgrade"))
+			}
+			if method == http.MethodGet && !strings.Contains(string(b), `"websocket_upgrade_required"`) {
+				t.Errorf("%s %s: body %s, want websocket_upgrade_required", method, path, b)
+			}
+		}
+		c, _, err := ts.dial(t, path+"?ticket="+tk, nil)
+		if err != nil {
+			t.Fatalf("%s: the ticket did not open a socket after a plain GET and HEAD: %v", path, err)
+		}
+		c.expect("session.created")
+		c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// TestJWTNotInQuery: a principal JWT in ?ticket= is refused by name without being verified (a
+// URL lands in logs); the same JWT opens a socket from Authorization and from the subprotocol.
+func TestJWTNotInQuery(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{})
+	jwt := token(t, ts.clock, nil)
+	for _, path := range []string{"/v1/voice?ticket=", "/v1/realtime?model=m&ticket="} {
+		_, resp, err := ts.dial(t, path+jwt, nil)
+		assertRefused(t, resp, err, 401, "credential_not_a_ticket")
+		_, resp, err = ts.dial(t, path+"not-a-ticket", nil)
+		assertRefused(t, resp, err, 401, "credential_not_a_ticket")
+	}
+	for name, opts := range map[string]*websocket.DialOptions{
+		"authorization": {HTTPHeader: http.Header{"Authorization": {"Bearer " + jwt}}},
+		"subprotocol":   {Subprotocols: []string{"realtime", "openai-insecure-api-key." + jwt}},
+	} {
+		c, _, err := ts.dial(t, "/v1/realtime?model=m", opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.expect("session.created")
+		c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+}
