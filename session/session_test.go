@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -1227,4 +1228,56 @@ func TestJWTNotInQuery(t *testing.T) {
 		c.expect("session.created")
 		c.conn.Close(websocket.StatusNormalClosure, "")
 	}
+}
+
+// TestClientFailureIsAWarning: a conversation that cannot start because of what its client sent
+// (a ticket carrying a session object that does not apply) is refused by name and logged at WARN,
+// not ERROR: a client can fill an operator's error log at will otherwise.
+func TestClientFailureIsAWarning(t *testing.T) {
+	leakCheck(t)
+	logs := &syncLog{}
+	ts := newTestServer(t, Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
+	tk := NewTicket()
+	if err := ts.cfg.Tickets.Put(context.Background(), tk, Grant{Principal: Principal{Subject: "ann"},
+		Session: json.RawMessage(`{"input_audio_format":"mp3"}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := ts.dial(t, "/v1/voice?ticket="+tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := c.next()
+	if ev["type"] != "error" || ev["error"].(map[string]any)["type"] != "invalid_request_error" {
+		t.Fatalf("first event %v, want an invalid_request_error", ev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for { // through to the close
+		if _, _, err := c.conn.Read(ctx); err != nil {
+			break
+		}
+	}
+	ts.Wait()
+	out := logs.String()
+	if strings.Contains(out, "level=ERROR") || !strings.Contains(out, "level=WARN") {
+		t.Errorf("a client's bad session logged:\n%s\nwant WARN, no ERROR", out)
+	}
+}
+
+// syncLog is a log sink the conversation's goroutines and the test share.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
