@@ -3,12 +3,21 @@
 // the URL its peers reach it at in Redis under its node id, with a TTL it keeps refreshing; a node
 // that receives a request for another node's resource forwards it there. A node that dies stops
 // refreshing: within the TTL its entry is gone and its resources are answered as not found.
+//
+// A forwarded request carries its client's credential, so a node forwards only to an entry signed
+// with the cluster's secret (HMAC-SHA256 over the node id, its URL and the entry's expiry): whoever
+// can write the Redis but does not hold the secret cannot point a node id at a URL of their own.
+// An unsigned, forged or expired entry is ignored with a warning, as if the node were gone.
 package cluster
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +25,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +45,19 @@ var (
 	ErrNodeGone = errors.New("cluster: no live node has this id")
 	// ErrBadNodeID: a node id must be 1-40 of [a-z0-9-].
 	ErrBadNodeID = errors.New("cluster: a node id must be 1 to 40 characters of a-z, 0-9 and -")
+	// ErrUnverifiedNode: the node's entry is not signed with this cluster's secret, or has
+	// expired; it is treated as gone (errors.Is(err, ErrNodeGone) holds too).
+	ErrUnverifiedNode = errors.New("cluster: the node's entry is not signed with this cluster's secret")
+	// ErrNoSecret: a node needs the cluster's secret to sign and check entries.
+	ErrNoSecret = errors.New("cluster: no cluster secret: entries cannot be signed or checked")
 )
+
+// MinSecret is the shortest secret Open takes (an HMAC-SHA256 key of 256 bits).
+const MinSecret = 32
+
+// maxClockSkew is how far past its signed expiry an entry is still taken: nodes' clocks differ a
+// little, and an entry lives only DefaultTTL (15 s) anyway.
+const maxClockSkew = 5 * time.Second
 
 var nodeIDPattern = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
 
@@ -55,7 +77,12 @@ type Config struct {
 	NodeID   string        // this node's id (ValidNodeID); NewNodeID when empty
 	TTL      time.Duration // default DefaultTTL
 	Prefix   string        // Redis key prefix; default "voiced:node:"
-	Log      *slog.Logger
+	// Secret signs this node's entry and checks its peers' (at least MinSecret bytes; every node
+	// of the cluster holds the same one). Required.
+	Secret []byte
+	Log    *slog.Logger
+	// Now is the clock entries' expiries are signed and checked on (default time.Now).
+	Now func() time.Time
 }
 
 // Node is this process's membership. Announce publishes its URL; Forward sends a request to a peer.
@@ -86,6 +113,12 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if len(cfg.Secret) < MinSecret {
+		return nil, fmt.Errorf("%w (%d bytes given, %d needed)", ErrNoSecret, len(cfg.Secret), MinSecret)
 	}
 	opt, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
@@ -120,7 +153,7 @@ func (n *Node) Announce(ctx context.Context, url string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.url = url
-	if err := n.rdb.Set(ctx, n.key(n.cfg.NodeID), url, n.cfg.TTL).Err(); err != nil {
+	if err := n.rdb.Set(ctx, n.key(n.cfg.NodeID), n.entry(url), n.cfg.TTL).Err(); err != nil {
 		return fmt.Errorf("announce node %s: %w", n.cfg.NodeID, err)
 	}
 	if n.stop != nil {
@@ -147,7 +180,7 @@ func (n *Node) heartbeat(ctx context.Context, done chan struct{}) {
 		url := n.url
 		n.mu.Unlock()
 		rctx, cancel := context.WithTimeout(ctx, n.cfg.TTL/3)
-		err := n.rdb.Set(rctx, n.key(n.cfg.NodeID), url, n.cfg.TTL).Err()
+		err := n.rdb.Set(rctx, n.key(n.cfg.NodeID), n.entry(url), n.cfg.TTL).Err()
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			n.cfg.Log.Warn("cluster: refreshing this node's entry failed", "node", n.cfg.NodeID, "err", err.Error())
@@ -160,14 +193,58 @@ func (n *Node) Lookup(ctx context.Context, id string) (string, error) {
 	if !ValidNodeID(id) {
 		return "", ErrNodeGone
 	}
-	u, err := n.rdb.Get(ctx, n.key(id)).Result()
+	raw, err := n.rdb.Get(ctx, n.key(id)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNodeGone
 	}
 	if err != nil {
 		return "", fmt.Errorf("look up node %s: %w", id, err)
 	}
+	u, err := n.verify(id, raw)
+	if err != nil {
+		n.cfg.Log.Warn("cluster: ignoring a node entry that does not verify; nothing is forwarded to it", "node", id, "err", err.Error())
+		return "", fmt.Errorf("%w: %w: node %s", ErrNodeGone, err, id)
+	}
 	return u, nil
+}
+
+// signedEntry is what a node's key holds: its URL, until when the entry may be taken (Unix ms),
+// and the MAC over both and the node id.
+type signedEntry struct {
+	URL     string `json:"url"`
+	Expires int64  `json:"exp"`
+	MAC     string `json:"mac"` // base64url HMAC-SHA256 (mac)
+}
+
+// entry is this node's signed entry for url, valid for one TTL from now.
+func (n *Node) entry(url string) string {
+	exp := n.cfg.Now().Add(n.cfg.TTL).UnixMilli()
+	b, _ := json.Marshal(signedEntry{URL: url, Expires: exp, MAC: base64.RawURLEncoding.EncodeToString(n.mac(n.cfg.NodeID, url, exp))})
+	return string(b)
+}
+
+// mac signs id, url and exp. The id (no newline: ValidNodeID) comes first and the expiry (digits)
+// last, so no two entries sign the same bytes.
+func (n *Node) mac(id, url string, exp int64) []byte {
+	h := hmac.New(sha256.New, n.cfg.Secret)
+	h.Write([]byte("voiced cluster node v1\n" + id + "\n" + url + "\n" + strconv.FormatInt(exp, 10)))
+	return h.Sum(nil)
+}
+
+// verify returns the URL of id's entry raw when its MAC holds and it has not expired.
+func (n *Node) verify(id, raw string) (string, error) {
+	var e signedEntry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil || e.URL == "" || e.MAC == "" {
+		return "", fmt.Errorf("%w: the entry is not a signed entry", ErrUnverifiedNode)
+	}
+	got, err := base64.RawURLEncoding.DecodeString(e.MAC)
+	if err != nil || !hmac.Equal(got, n.mac(id, e.URL, e.Expires)) {
+		return "", fmt.Errorf("%w: its signature does not match", ErrUnverifiedNode)
+	}
+	if n.cfg.Now().After(time.UnixMilli(e.Expires).Add(maxClockSkew)) {
+		return "", fmt.Errorf("%w: it expired at %s", ErrUnverifiedNode, time.UnixMilli(e.Expires).UTC().Format(time.RFC3339))
+	}
+	return e.URL, nil
 }
 
 type targetKey struct{}
@@ -175,8 +252,8 @@ type errKey struct{}
 
 // Forward sends r to the node id and copies its answer to w, streaming both bodies. When the node
 // is gone or cannot be reached, onErr answers the client instead (with ErrNodeGone, or the
-// transport's error). The client's Authorization travels as it came: every node shares the
-// service token.
+// transport's error). The client's Authorization travels as it came (every node shares the
+// service token), and only to a URL whose entry Lookup verified.
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, id string, onErr func(http.ResponseWriter, error)) {
 	base, err := n.Lookup(r.Context(), id)
 	if err != nil {

@@ -2,7 +2,8 @@
 // their JSON (Refusal, WriteError), the reason and series names of refused and open sessions, the
 // capacity gate (a total cap and a cap per key), one origin policy (Origins, parsed once from
 // --allow-origin), the registry of hijacked sockets that graceful shutdown drains (Sockets), the
-// one admit-and-upgrade sequence (Kit.Upgrade) and the bounded frame reader (ReadFrame).
+// one admit-and-upgrade sequence (Kit.Upgrade, which refuses what is not a handshake), the bounded
+// frame reader (ReadFrame) and the listener's deadlines (Limits: header, idle, body pace).
 //
 // It is a leaf: it imports no other voiced package and no cgo, so the conversation (package
 // session) and the speech doors (package speechcore) share it without linking each other.

@@ -345,10 +345,15 @@ func (c *conversation) configure() error {
 	return nil
 }
 
-// fail reports a server failure and closes.
+// fail reports a failure to start and closes: the client's (a session object it carried that
+// does not apply) is a warning, anything else the server's.
 func (c *conversation) fail(err error) {
-	c.log.Error("realtime conversation failed", "err", err)
 	var we *wire.Error
+	if errors.As(err, &we) && we.Type != wire.TypeServer {
+		c.log.Warn("realtime conversation refused: the client's session does not apply", "err", err)
+	} else {
+		c.log.Error("realtime conversation failed", "err", err)
+	}
 	if !errors.As(err, &we) {
 		we = wire.ErrServer("the conversation could not start: see the server log", "")
 	}

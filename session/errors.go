@@ -21,6 +21,8 @@ var (
 		Message: "principal JWTs cannot be verified: start voiced with --jwks (file or URL) or --jwt-secret-file", Reason: door.ReasonAuth}
 	ErrTicketInvalid = &door.Refusal{Status: http.StatusUnauthorized, Name: "ticket_invalid",
 		Message: "the ticket is unknown, already used, or expired: ask POST /v1/voice/session for a new one", Reason: door.ReasonAuth}
+	ErrCredentialInQuery = &door.Refusal{Status: http.StatusUnauthorized, Name: "credential_not_a_ticket",
+		Message: "?ticket= takes a one-use ticket (ek_…, from POST /v1/voice/session) only: send a principal JWT in Authorization: Bearer (or the openai-insecure-api-key.<key> subprotocol), never in a URL", Reason: door.ReasonAuth}
 	ErrTicketTTL = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_ttl",
 		Message: "the ticket lifetime asked for is outside the allowed range"}
 	ErrBadRequest = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_request",

@@ -169,6 +169,10 @@ func safeJWTReason(err error) string {
 		return "expired"
 	case errors.Is(err, jwt.ErrTokenNotYetValid()):
 		return "not yet valid"
+	case errors.Is(err, jwt.ErrInvalidIssuedAt()):
+		// iat later than now plus the skew: the issuer's clock is ahead, or the token was forged
+		// with a future date; either way the signature was fine.
+		return "token issued in the future (iat is later than now, beyond the allowed clock skew)"
 	case errors.Is(err, jwt.ErrInvalidIssuer()):
 		return "wrong issuer"
 	case errors.Is(err, jwt.ErrInvalidAudience()):

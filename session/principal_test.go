@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,51 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("verified without a subject: %q", tok)
 		}
 	})
+}
+
+// TestVerifierReasons: each failed check is named in the refusal's message; an iat ahead of the
+// clock by more than the skew reads as issued in the future, not as a bad signature, and one
+// within the skew verifies.
+func TestVerifierReasons(t *testing.T) {
+	clk := newClock()
+	v, err := NewVerifier(context.Background(), VerifierConfig{Secret: testSecret, Now: clk.Now, Skew: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now()
+	for name, tc := range map[string]struct {
+		claims map[string]any
+		reason string // "" verifies
+	}{
+		"iat now":             {map[string]any{"iat": now.Unix()}, ""},
+		"iat within the skew": {map[string]any{"iat": now.Add(20 * time.Second).Unix()}, ""},
+		"iat in the future":   {map[string]any{"iat": now.Add(time.Hour).Unix()}, "token issued in the future"},
+		"expired":             {map[string]any{"exp": now.Add(-time.Hour).Unix()}, "expired"},
+		"not yet valid":       {map[string]any{"nbf": now.Add(time.Hour).Unix()}, "not yet valid"},
+		"no exp":              {map[string]any{"exp": nil}, "a required claim (exp) is missing"},
+		"bad signature":       {map[string]any{"iat": now.Unix(), "tamper": true}, "bad signature or malformed token"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tamper := tc.claims["tamper"] == true
+			delete(tc.claims, "tamper")
+			tok := token(t, clk, tc.claims)
+			if tamper {
+				tok = tok[:len(tok)-2] + "AA"
+			}
+			_, err := v.Verify(tok, "")
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ref *door.Refusal
+			if !errors.As(err, &ref) || ref.Name != ErrInvalidToken.Name {
+				t.Fatalf("err %v, want %s", err, ErrInvalidToken.Name)
+			}
+			if want := "the principal token did not verify: " + tc.reason; !strings.HasPrefix(ref.Message, want) {
+				t.Errorf("message %q, want it to start %q", ref.Message, want)
+			}
+		})
+	}
 }

@@ -514,9 +514,15 @@ func withReason(err error, reason string) error {
 }
 
 // authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a
-// ticket is taken once; a JWT is verified.
+// ticket is taken once; a JWT is verified. ?ticket= takes a one-use ticket only: a principal JWT
+// is reusable until it expires, and a URL lands in proxy and access logs and browser history, so
+// one found there is refused without being looked at. The subprotocol (a header, the browser's
+// only way) and Authorization take either.
 func (s *Server) authenticate(r *http.Request) (Grant, error) {
 	cred := r.URL.Query().Get("ticket")
+	if cred != "" && !LooksLikeTicket(cred) {
+		return Grant{}, ErrCredentialInQuery
+	}
 	if cred == "" {
 		for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 			for _, p := range strings.Split(v, ",") {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -1169,4 +1170,114 @@ func TestTranscriptionDeltasWhileSpeaking(t *testing.T) {
 		t.Fatalf("completed %v", done)
 	}
 	c.conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestPlainGetKeepsTicket: a GET or HEAD on a socket route that is not a WebSocket handshake (a
+// link previewer fetching the URL) is refused websocket_upgrade_required before admission, and the
+// ticket in its URL still opens the socket after.
+func TestPlainGetKeepsTicket(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{})
+	for _, path := range []string{"/v1/voice", "/v1/realtime"} {
+		tk := ts.ticket(t)
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, ts.URL+path+"?ticket="+tk, nil)
+			req.Header.Set("Connection", "Upgrade") // half a handshake: no Upgrade, no key
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Upgrade") != "websocket" {
+				t.Errorf("%s %s: %d Upgrade=%q, want 426 naming websocket", method, path, resp.StatusCode, resp.Header.Get("Upgrade"))
+			}
+			if method == http.MethodGet && !strings.Contains(string(b), `"websocket_upgrade_required"`) {
+				t.Errorf("%s %s: body %s, want websocket_upgrade_required", method, path, b)
+			}
+		}
+		c, _, err := ts.dial(t, path+"?ticket="+tk, nil)
+		if err != nil {
+			t.Fatalf("%s: the ticket did not open a socket after a plain GET and HEAD: %v", path, err)
+		}
+		c.expect("session.created")
+		c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// TestJWTNotInQuery: a principal JWT in ?ticket= is refused by name without being verified (a
+// URL lands in logs); the same JWT opens a socket from Authorization and from the subprotocol.
+func TestJWTNotInQuery(t *testing.T) {
+	leakCheck(t)
+	ts := newTestServer(t, Config{})
+	jwt := token(t, ts.clock, nil)
+	for _, path := range []string{"/v1/voice?ticket=", "/v1/realtime?model=m&ticket="} {
+		_, resp, err := ts.dial(t, path+jwt, nil)
+		assertRefused(t, resp, err, 401, "credential_not_a_ticket")
+		_, resp, err = ts.dial(t, path+"not-a-ticket", nil)
+		assertRefused(t, resp, err, 401, "credential_not_a_ticket")
+	}
+	for name, opts := range map[string]*websocket.DialOptions{
+		"authorization": {HTTPHeader: http.Header{"Authorization": {"Bearer " + jwt}}},
+		"subprotocol":   {Subprotocols: []string{"realtime", "openai-insecure-api-key." + jwt}},
+	} {
+		c, _, err := ts.dial(t, "/v1/realtime?model=m", opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.expect("session.created")
+		c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// TestClientFailureIsAWarning: a conversation that cannot start because of what its client sent
+// (a ticket carrying a session object that does not apply) is refused by name and logged at WARN,
+// not ERROR: a client can fill an operator's error log at will otherwise.
+func TestClientFailureIsAWarning(t *testing.T) {
+	leakCheck(t)
+	logs := &syncLog{}
+	ts := newTestServer(t, Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
+	tk := NewTicket()
+	if err := ts.cfg.Tickets.Put(context.Background(), tk, Grant{Principal: Principal{Subject: "ann"},
+		Session: json.RawMessage(`{"input_audio_format":"mp3"}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := ts.dial(t, "/v1/voice?ticket="+tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := c.next()
+	if ev["type"] != "error" || ev["error"].(map[string]any)["type"] != "invalid_request_error" {
+		t.Fatalf("first event %v, want an invalid_request_error", ev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for { // through to the close
+		if _, _, err := c.conn.Read(ctx); err != nil {
+			break
+		}
+	}
+	ts.Wait()
+	out := logs.String()
+	if strings.Contains(out, "level=ERROR") || !strings.Contains(out, "level=WARN") {
+		t.Errorf("a client's bad session logged:\n%s\nwant WARN, no ERROR", out)
+	}
+}
+
+// syncLog is a log sink the conversation's goroutines and the test share.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -65,6 +65,10 @@ type App struct {
 	fromEnv  map[string]string // flag name -> variable it was read from
 	mu       sync.Mutex
 	shutdown []func(context.Context) error
+
+	// serviceToken is the service token (set by the auth component's validate; nil under
+	// --insecure-no-auth): the cluster derives its secret from it when none is given.
+	serviceToken []byte
 }
 
 // Handle puts a route that needs the service token (Authorization: Bearer <token>) on the mux.

@@ -49,6 +49,7 @@ func init() {
 						app.Metrics.MustRegister(refused)
 					}
 					app.auth = bearer(token, refused.WithLabelValues(door.ReasonAuth).Inc)
+					app.serviceToken = token
 				}
 				return nil
 			},

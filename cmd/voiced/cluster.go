@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -25,15 +29,17 @@ import (
 func init() {
 	register("cluster", orderStores, func() *component {
 		var (
-			store, nodeID, advertise string
-			sharesTickets            bool // the cluster store is the ticket store (one readiness check)
-			node                     *cluster.Node
+			store, nodeID, advertise, secretFile string
+			secret                               []byte
+			sharesTickets                        bool // the cluster store is the ticket store (one readiness check)
+			node                                 *cluster.Node
 		)
 		return &component{
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&store, "cluster-store", "", "redis://… where nodes find each other (default: the --ticket-store when it is Redis; unset: a single node)")
 				fs.StringVar(&nodeID, "node-id", "", "this node's id in the cluster (a-z, 0-9, -; default: random at each start)")
 				fs.StringVar(&advertise, "advertise-url", "", "the URL other nodes reach this one at (http://10.0.0.5:8200); default: the bound address when it is not a wildcard")
+				fs.StringVar(&secretFile, "cluster-secret-file", "", "file holding the secret (32 bytes or more, surrounding whitespace trimmed) every node signs its cluster entry with and checks its peers' by; a node forwards requests, credentials included, only to a signed entry (default: derived from the service token)")
 			},
 			validate: func(app *App) error {
 				if f := app.flagSet.Lookup("ticket-store"); f != nil {
@@ -51,6 +57,10 @@ func init() {
 				if nodeID != "" && !cluster.ValidNodeID(nodeID) {
 					return fmt.Errorf("--node-id %q: %w", nodeID, cluster.ErrBadNodeID)
 				}
+				var err error
+				if secret, err = clusterSecret(secretFile, app.serviceToken); err != nil {
+					return err
+				}
 				if advertise != "" {
 					u, err := url.Parse(advertise)
 					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -66,7 +76,7 @@ func init() {
 				openCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
 				var err error
-				node, err = cluster.Open(openCtx, cluster.Config{RedisURL: store, NodeID: nodeID, Log: app.Log.With("component", "cluster")})
+				node, err = cluster.Open(openCtx, cluster.Config{RedisURL: store, NodeID: nodeID, Secret: secret, Log: app.Log.With("component", "cluster")})
 				if err != nil {
 					return err
 				}
@@ -102,6 +112,31 @@ func init() {
 			},
 		}
 	})
+}
+
+// clusterSecret is the key node entries are signed with: --cluster-secret-file's contents, else
+// one derived from the service token (every node of a cluster shares it, and a forwarded request
+// carries it already), so a cluster needs no second secret; under --insecure-no-auth the file is
+// required.
+func clusterSecret(file string, serviceToken []byte) ([]byte, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read the cluster secret (--cluster-secret-file): %w", err)
+		}
+		b = bytes.TrimSpace(b)
+		if len(b) < cluster.MinSecret {
+			return nil, fmt.Errorf("the cluster secret in %s is %d bytes; it must be at least %d", file, len(b), cluster.MinSecret)
+		}
+		return b, nil
+	}
+	if len(serviceToken) == 0 {
+		return nil, errors.New("a cluster (--cluster-store, or a Redis --ticket-store) without a service token needs --cluster-secret-file: " +
+			"nodes forward requests only to entries signed with a shared secret")
+	}
+	mac := hmac.New(sha256.New, serviceToken) // a key of its own, not the token itself
+	mac.Write([]byte("voiced cluster node entries"))
+	return mac.Sum(nil), nil
 }
 
 // advertiseFrom is the URL of a bound address, "" for a wildcard (0.0.0.0, ::) that names no host.

@@ -152,6 +152,7 @@ func TestRefusedStarts(t *testing.T) {
 		{"bad variable value", []string{"VOICED_TOKEN=t", "VOICED_MAX_SPEECH_SESSIONS=many"}, nil, 2, []string{"VOICED_MAX_SPEECH_SESSIONS"}},
 		{"bad log format", []string{"VOICED_TOKEN=t"}, []string{"--log-format", "xml"}, 2, []string{"--log-format"}},
 		{"half a TLS pair", []string{"VOICED_TOKEN=t"}, []string{"--tls-cert", filepath.Join(dir, "cert.pem")}, 1, []string{"--tls-key"}},
+		{"negative body rate", []string{"VOICED_TOKEN=t"}, []string{"--http-body-min-rate", "-1"}, 1, []string{"listener limits must not be negative"}},
 		{"unknown device", []string{"VOICED_TOKEN=t"}, []string{"--device", "tpu"}, 1, []string{"unknown device"}},
 		{"corrupt mount", []string{"VOICED_TOKEN=t"}, []string{"--speech-assets", corrupt}, 1, []string{assets.SileroModel, "digest mismatch", "sha256sum -c MODELS.sha256"}},
 		{"missing mount", []string{"VOICED_TOKEN=t", "VOICED_SPEECH_ASSETS=" + filepath.Join(dir, "nowhere")}, nil, 1, []string{"nowhere", "mount directory not found"}},
@@ -298,11 +299,23 @@ type response struct {
 	body   map[string]any
 }
 
+// request sends method to url with the token; method "WS" is a GET with a WebSocket handshake's
+// headers (a socket route refuses anything else before its own checks).
 func request(t *testing.T, client *http.Client, method, url, token string) response {
 	t.Helper()
+	ws := method == "WS"
+	if ws {
+		method = "GET"
+	}
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ws {
+		for k, v := range map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+			"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="} {
+			req.Header.Set(k, v)
+		}
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -345,8 +358,9 @@ func TestServeWithoutMount(t *testing.T) {
 		{"synthesize not mounted", "GET", "/v1/synthesize", tok, 503, "speech_assets_not_mounted"},
 		{"audio speech not mounted", "POST", "/v1/audio/speech", tok, 503, "speech_assets_not_mounted"},
 		{"transcript push not mounted", "POST", "/v1/audio/transcript/abc", tok, 503, "speech_assets_not_mounted"},
-		{"realtime not mounted", "GET", "/v1/realtime?model=x", tok, 503, "speech_assets_not_mounted"},
-		{"voice not mounted", "GET", "/v1/voice?ticket=x", tok, 503, "speech_assets_not_mounted"},
+		{"realtime not mounted", "WS", "/v1/realtime?model=x", tok, 503, "speech_assets_not_mounted"},
+		{"voice not mounted", "WS", "/v1/voice?ticket=x", tok, 503, "speech_assets_not_mounted"},
+		{"voice without a handshake", "GET", "/v1/voice?ticket=x", tok, 426, "websocket_upgrade_required"},
 		{"unknown route", "GET", "/v1/nothing", tok, 404, "not_found"},
 		{"speech health not mounted", "GET", "/v1/speech/health", tok, 503, "speech_assets_not_mounted"},
 		{"live", "GET", "/health/live", "", 200, ""},

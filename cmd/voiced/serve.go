@@ -29,6 +29,7 @@ type serverConfig struct {
 	allowOrigin   string
 	logFormat     string
 	logLevel      string
+	limits        door.Limits // the listener's deadlines (--http-*)
 }
 
 func (c *serverConfig) flags(fs *flag.FlagSet) {
@@ -40,6 +41,10 @@ func (c *serverConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.allowOrigin, "allow-origin", "", "comma-separated browser origins (https://app.example.com, https://*.example.com) or host patterns (*.example.com) allowed to open a socket or call a browser route; a page from this host is always allowed")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.limits.HeaderTimeout, "http-header-timeout", door.DefaultHeaderTimeout, "how long a client may take to send a request's line and headers before the connection is closed")
+	fs.DurationVar(&c.limits.IdleTimeout, "http-idle-timeout", door.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request before it is closed (keep it above a load balancer's own idle timeout)")
+	fs.DurationVar(&c.limits.BodyGrace, "http-body-grace", door.DefaultBodyGrace, "how long any request body may take before --http-body-min-rate counts")
+	fs.IntVar(&c.limits.BodyMinRate, "http-body-min-rate", door.DefaultBodyMinRate, "bytes per second a request body must average after --http-body-grace, or the connection is closed (a WebSocket, which has no body, is not paced)")
 }
 
 func (c *serverConfig) logger(w io.Writer) (*slog.Logger, error) {
@@ -126,6 +131,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if cfg.shutdownGrace < 0 {
 		return fail("configuration refused", fmt.Errorf("--shutdown-grace %v must be >= 0", cfg.shutdownGrace))
 	}
+	if err := cfg.limits.Validate(); err != nil {
+		return fail("configuration refused", err)
+	}
 	if cfg.drainDelay < 0 || cfg.drainDelay > cfg.shutdownGrace {
 		return fail("configuration refused", fmt.Errorf("--drain-delay %v must be between 0 and --shutdown-grace %v", cfg.drainDelay, cfg.shutdownGrace))
 	}
@@ -184,11 +192,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fn(ln.Addr(), tlsCfg != nil)
 	}
 	srv := &http.Server{
-		Handler:           app.mux,
-		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler:   app.mux,
+		TLSConfig: tlsCfg,
+		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	cfg.limits.Apply(srv) // header, idle and body deadlines; no whole-request deadline (sockets live long)
 	served := make(chan error, 1)
 	go func() {
 		if tlsCfg != nil {
