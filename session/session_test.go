@@ -53,8 +53,8 @@ func TestTicketStoreOneUseAndExpiry(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, "ek_") || len(a) != 3+43 {
 		t.Fatalf("tickets %q %q", a, b)
 	}
-	s.Put(ctx, a, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second)
-	s.Put(ctx, b, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second)
+	s.Put(ctx, a, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second, 0)
+	s.Put(ctx, b, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second, 0)
 	if g, err := s.Take(ctx, a); err != nil || g.Principal.Subject != "u" {
 		t.Fatalf("first take: %v %v", g, err)
 	}

@@ -1,0 +1,97 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// mintRaw posts a minting request and returns its status, refusal name ("" on success) and
+// Retry-After.
+func (s *server) mintRaw(t testing.TB, path, jwt, body string) (status int, name, retryAfter string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.Base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+jwt)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var e struct {
+		Name  string `json:"name"`
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(b, &e)
+	if resp.StatusCode != http.StatusOK && (e.Name == "" || e.Error.Code != e.Name) {
+		t.Errorf("POST %s: %d %.200s, want a refusal by name in both shapes", path, resp.StatusCode, b)
+	}
+	return resp.StatusCode, e.Name, resp.Header.Get("Retry-After")
+}
+
+// mintBodies are the three minting routes' bodies carrying instructions, each for a 10-minute
+// ticket (the longest a ticket may live: what it holds is held that long).
+var mintBodies = []struct{ path, format string }{
+	{"/v1/voice/session", `{"expires_in":600,"session":{"instructions":%q}}`},
+	{"/v1/realtime/sessions", `{"model":"gpt-4o-realtime-preview","client_secret":{"expires_after":{"anchor":"created_at","seconds":600}},"instructions":%q}`},
+	{"/v1/realtime/client_secrets", `{"expires_after":{"anchor":"created_at","seconds":600},"session":{"type":"realtime","instructions":%q}}`},
+}
+
+// TestFaultsTicketFlood: one principal mints 200 tickets on the three minting routes, with a 1 MB
+// session (instructions) and then with a 100 KiB one. Before the bounds every mint succeeded and
+// each ticket kept its raw body for its 10 minutes (200 × 1 MB: RSS +350 MB). Now the body is
+// bounded (413 request_too_large past 128 KiB), a principal holds at most
+// --max-tickets-per-principal tickets (429 too_many_tickets) and mints at --ticket-mint-rate (429
+// ticket_rate_exceeded), each 429 with Retry-After, and the server's RSS stays bounded. The mint
+// rate is off here, so that the cap is what refuses (session.TestMintRate proves the rate; with
+// it on, the 200 are refused sooner).
+func TestFaultsTicketFlood(t *testing.T) {
+	checkLeaks(t)
+	s := startRealtime(t, serverOpts{Args: []string{"--ticket-mint-rate", "0"}})
+	jwt := s.jwt("faults-tickets-"+randHex(4), "")
+	s.mintRaw(t, "/v1/voice/session", jwt, `{}`) // the routes warm
+	base := s.rssKiB(t)
+	for _, size := range []int{1_000_000, 100 << 10} {
+		instructions := strings.Repeat("Be brief. ", size/10)
+		outcomes := map[string]int{}
+		minted := 0
+		for i := range 200 {
+			route := mintBodies[i%len(mintBodies)]
+			status, name, retryAfter := s.mintRaw(t, route.path, jwt, fmt.Sprintf(route.format, instructions))
+			switch {
+			case status == http.StatusOK:
+				minted++
+				outcomes["minted"]++
+			case status == http.StatusTooManyRequests && retryAfter == "":
+				t.Errorf("429 %s without Retry-After", name)
+			default:
+				outcomes[fmt.Sprintf("%d %s", status, name)]++
+			}
+		}
+		rss := s.rssKiB(t)
+		t.Logf("200 mints with a %d KiB session: %v; RSS %d → %d MiB", size>>10, outcomes, base>>10, rss>>10)
+		if minted > 20 {
+			t.Errorf("%d tickets minted for one principal with a %d KiB session, want at most 20 (--max-tickets-per-principal)", minted, size>>10)
+		}
+		if size > 128<<10 && outcomes["413 request_too_large"] != 200 {
+			t.Errorf("a %d KiB session: %v, want 200 × 413 request_too_large", size>>10, outcomes)
+		}
+		if size <= 128<<10 && (minted != 19 || outcomes["429 too_many_tickets"] != 181) { // one was minted before
+			t.Errorf("a %d KiB session: %v, want 19 minted (20 with the first) and 181 × 429 too_many_tickets", size>>10, outcomes)
+		}
+		if growth := (rss - base) >> 10; growth > 64 {
+			t.Errorf("server RSS grew %d MiB (%d → %d) for 200 mints of %d KiB, want < 64 MiB", growth, base>>10, rss>>10, size>>10)
+		}
+	}
+	// Another principal is not held back by the first one's tickets.
+	if st, name, _ := s.mintRaw(t, "/v1/voice/session", s.jwt("faults-tickets-other-"+randHex(4), ""), `{}`); st != http.StatusOK {
+		t.Errorf("another principal's mint: %d %s, want 200", st, name)
+	}
+	s.stop()
+}
