@@ -465,6 +465,38 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName st
 // verified), the quota, and a slot under the global and the tenant cap. Each refusal is a
 // door.Refusal with its reason; release gives the slot back (once).
 func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error) {
+	return s.admit(r, s.cfg.Tickets.Take)
+}
+
+// AdmitCall is Admit in two steps, for a WebRTC call whose offer is read after its credential:
+// every check runs now, but a ticket is only looked at (TicketStore.Peek), not spent, so a body
+// refused afterwards leaves it usable. redeem spends it once the offer is answered (atomic: a
+// ticket taken meanwhile is ticket_invalid; the caller then releases the slot and refuses); a JWT
+// has nothing to spend. release gives the slot back, as Admit's.
+func (s *Server) AdmitCall(r *http.Request) (grant Grant, release func(), redeem func(context.Context) error, err error) {
+	var ticket string
+	look := func(ctx context.Context, t string) (Grant, error) {
+		ticket = t
+		return s.cfg.Tickets.Peek(ctx, t)
+	}
+	grant, release, err = s.admit(r, look)
+	if err != nil {
+		return Grant{}, nil, nil, err
+	}
+	redeem = func(ctx context.Context) error {
+		if ticket == "" {
+			return nil
+		}
+		if _, err := s.cfg.Tickets.Take(ctx, ticket); err != nil {
+			return withReason(err, door.ReasonAuth)
+		}
+		return nil
+	}
+	return grant, release, redeem, nil
+}
+
+// admit is Admit with look finding a ticket's grant (Take, or Peek for AdmitCall).
+func (s *Server) admit(r *http.Request, look func(context.Context, string) (Grant, error)) (grant Grant, release func(), err error) {
 	if err := s.cfg.Origins.Check(r); err != nil {
 		return Grant{}, nil, err
 	}
@@ -474,7 +506,7 @@ func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error)
 	if s.gate.Full() {
 		return Grant{}, nil, ErrCapacity
 	}
-	grant, err = s.authenticate(r)
+	grant, err = s.authenticate(r, look)
 	if err != nil {
 		return Grant{}, nil, withReason(err, door.ReasonAuth)
 	}
@@ -500,9 +532,9 @@ func withReason(err error, reason string) error {
 	return &r
 }
 
-// authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a
-// ticket is taken once; a JWT is verified.
-func (s *Server) authenticate(r *http.Request) (Grant, error) {
+// authenticate finds the credential (query ticket, subprotocol key, bearer) and checks it: a
+// ticket's grant is found by look (Take: taken once); a JWT is verified.
+func (s *Server) authenticate(r *http.Request, look func(context.Context, string) (Grant, error)) (Grant, error) {
 	cred := r.URL.Query().Get("ticket")
 	if cred == "" {
 		for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
@@ -521,7 +553,7 @@ func (s *Server) authenticate(r *http.Request) (Grant, error) {
 	case cred == "":
 		return Grant{}, ErrNoCredential
 	case LooksLikeTicket(cred):
-		return s.cfg.Tickets.Take(r.Context(), cred)
+		return look(r.Context(), cred)
 	default:
 		if s.cfg.Verifier == nil {
 			return Grant{}, ErrNoVerifier

@@ -1,12 +1,17 @@
 package tests
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // mintRaw posts a minting request and returns its status, refusal name ("" on success) and
@@ -92,6 +97,63 @@ func TestFaultsTicketFlood(t *testing.T) {
 	// Another principal is not held back by the first one's tickets.
 	if st, name, _ := s.mintRaw(t, "/v1/voice/session", s.jwt("faults-tickets-other-"+randHex(4), ""), `{}`); st != http.StatusOK {
 		t.Errorf("another principal's mint: %d %s, want 200", st, name)
+	}
+	s.stop()
+}
+
+// TestFaultsCallBodyBeforeCredential: 200 WebRTC offers without a credential, each declaring a
+// 1 MiB body and sending 900 KB of it, then holding the rest. The offer's credential used to be
+// checked only after its body was read (every connection held its body in the server, waiting for
+// the rest): now it is refused (401 missing_credential) before a byte of the body is read, and the
+// server's RSS stays bounded.
+func TestFaultsCallBodyBeforeCredential(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "webrtc")
+	s := startRealtime(t, serverOpts{})
+	base := s.rssKiB(t)
+	const conns, declared, sent = 200, 1 << 20, 900_000
+	chunk := bytes.Repeat([]byte("v"), sent)
+	var wg sync.WaitGroup
+	open := make([]net.Conn, conns)
+	for i := range conns {
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open[i] = c
+		wg.Go(func() {
+			fmt.Fprintf(c, "POST /v1/realtime/calls HTTP/1.1\r\nHost: %s\r\nContent-Type: application/sdp\r\nContent-Length: %d\r\n\r\n", s.Addr, declared)
+			c.Write(chunk) // the server may stop reading and close once it has refused: an error here is fine
+		})
+	}
+	wg.Wait()
+	// What the kernel holds for a connection is read by the server when it reads: watch its RSS a
+	// while (its peak is the measure, the window only gives a reading server time to show it).
+	peak := s.rssKiB(t)
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		peak = max(peak, s.rssKiB(t))
+	}
+	answered := map[string]int{}
+	deadline := time.Now().Add(5 * time.Second) // for all: an answer comes at once or not at all
+	for _, c := range open {
+		c.SetReadDeadline(deadline)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			answered["no answer"]++
+		} else {
+			var e struct{ Name string }
+			json.NewDecoder(resp.Body).Decode(&e)
+			answered[fmt.Sprintf("%d %s", resp.StatusCode, e.Name)]++
+		}
+		c.Close()
+	}
+	t.Logf("%d offers without a credential, %d KB of a declared 1 MiB body each: %v; RSS %d → %d MiB", conns, sent/1000, answered, base>>10, peak>>10)
+	if answered["401 missing_credential"] != conns {
+		t.Errorf("answers %v, want %d × 401 missing_credential before the body", answered, conns)
+	}
+	if growth := (peak - base) >> 10; growth > 64 {
+		t.Errorf("server RSS grew %d MiB (%d → %d) holding %d unauthenticated offers, want < 64 MiB", growth, base>>10, peak>>10, conns)
 	}
 	s.stop()
 }
