@@ -34,8 +34,9 @@ const answerTimeout = 10 * time.Second
 // application/sdp, or multipart/form-data with "sdp" and "session" parts), POST
 // /v1/realtime?model= with an SDP body (beta, with OpenAI-Beta: realtime=v1), and ending a call
 // (DELETE /v1/realtime/calls/{call_id}, POST /v1/realtime/calls/{call_id}/hangup). A call is
-// admitted exactly as a WebSocket is (session.Server.Admit: origin, readiness, caps, credential,
-// quota), counted against the same caps, and drained at shutdown like a socket.
+// admitted as a WebSocket is (session.Server.AdmitCall: origin, readiness, caps, credential,
+// quota), before its body is read; its ticket is spent only once the offer is answered. It is
+// counted against the same caps, and drained at shutdown like a socket.
 type Signal struct {
 	Sessions *session.Server
 	Endpoint *Endpoint
@@ -59,23 +60,33 @@ func (s *Signal) ServeBeta(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Signal) serve(w http.ResponseWriter, r *http.Request, d wire.Dialect) {
-	// The body first: a malformed one must not spend a one-use ticket.
-	offer, sess, err := ParseCallBody(r.Header.Get("Content-Type"), r.Body)
-	if err != nil {
-		s.Sessions.Refuse(w, door.Refuse(ErrRefusedBody, ErrRefusedBody.Message+" ("+strings.TrimPrefix(err.Error(), "rtc: ")+")"))
-		return
-	}
-	if err := ValidateOffer(offer); err != nil {
-		s.Sessions.Refuse(w, door.Refuse(ErrRefusedOffer, "the SDP offer could not be answered: "+strings.TrimPrefix(err.Error(), "rtc: ")))
-		return
-	}
-	grant, release, err := s.Sessions.Admit(r)
+	// The credential first, so nothing of an unauthenticated body is read; a ticket is only looked
+	// at: a malformed body or session must not spend it. It is taken once the offer is answered.
+	grant, release, redeem, err := s.Sessions.AdmitCall(r)
 	if err != nil {
 		s.Sessions.Refuse(w, err)
 		return
 	}
+	offer, sess, err := ParseCallBody(r.Header.Get("Content-Type"), r.Body)
+	if err != nil {
+		release()
+		s.Sessions.Refuse(w, door.Refuse(ErrRefusedBody, ErrRefusedBody.Message+" ("+strings.TrimPrefix(err.Error(), "rtc: ")+")"))
+		return
+	}
+	if err := ValidateOffer(offer); err != nil {
+		release()
+		s.Sessions.Refuse(w, door.Refuse(ErrRefusedOffer, "the SDP offer could not be answered: "+strings.TrimPrefix(err.Error(), "rtc: ")))
+		return
+	}
 	if len(sess) > 0 {
 		grant.Session = mergeSession(grant.Session, sess)
+	}
+	// The session the conversation will start with, checked as it will apply it: refused now, the
+	// ticket is kept; found only once the call runs, the call would die with its ticket spent.
+	if err := session.CheckSession(grant.Session, d); err != nil {
+		release()
+		s.Sessions.Refuse(w, err)
+		return
 	}
 	model := r.URL.Query().Get("model")
 	if model == "" {
@@ -93,6 +104,12 @@ func (s *Signal) serve(w http.ResponseWriter, r *http.Request, d wire.Dialect) {
 		}
 		s.log().Error("answer a WebRTC offer", "err", err)
 		s.Sessions.Refuse(w, ErrAnswerFailed)
+		return
+	}
+	if err := redeem(r.Context()); err != nil { // taken meanwhile (another call, a socket), or the store away
+		call.Close()
+		release()
+		s.Sessions.Refuse(w, err)
 		return
 	}
 	t.Bind(call)

@@ -39,7 +39,7 @@ func FuzzAuthenticate(f *testing.F) {
 				t.Fatalf("bearer(%q) = %q", authorization, b)
 			}
 		}
-		g, err := ts.authenticate(r)
+		g, err := ts.authenticate(r, ts.cfg.Tickets.Take)
 		if err == nil {
 			if g.Principal.Subject == "" {
 				t.Fatalf("a grant without a subject from ticket %q protocols %q authorization %q", ticket, protocols, authorization)

@@ -15,6 +15,10 @@ var (
 		Message: "the principal token did not verify (signature, expiry, issuer or audience)", Reason: door.ReasonAuth}
 	ErrNoSubject = &door.Refusal{Status: http.StatusUnauthorized, Name: "token_without_subject",
 		Message: "the principal token has no 'sub' claim: seconds heard and spoken must land on a person", Reason: door.ReasonAuth}
+	// ErrReservedSubject: the raw speech doors meter under the principal "service"
+	// (meter.ServicePrincipal); a person's token with that sub would share, and spend, its meter.
+	ErrReservedSubject = &door.Refusal{Status: http.StatusForbidden, Name: "subject_reserved",
+		Message: `the principal token's sub is "service", the name the server's own speech doors are metered under: issue the token with another subject`, Reason: door.ReasonAuth}
 	ErrNoOrg = &door.Refusal{Status: http.StatusForbidden, Name: "org_not_permitted",
 		Message: "X-Org-Id names an org the token's signed membership claim does not list", Reason: door.ReasonAuth}
 	ErrNoVerifier = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "principal_auth_not_configured",

@@ -16,6 +16,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/meter"
 )
 
 // Principal is a verified speaker: the seconds they hear and speak are metered to Subject and Org.
@@ -124,6 +125,9 @@ func (v *Verifier) Verify(token, requestedOrg string) (Principal, error) {
 	}
 	if tok.Subject() == "" {
 		return Principal{}, ErrNoSubject
+	}
+	if tok.Subject() == meter.ServicePrincipal {
+		return Principal{}, ErrReservedSubject
 	}
 	p := Principal{Subject: tok.Subject()}
 	if org, ok := tok.Get(v.cfg.OrgClaim); ok {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
@@ -178,5 +179,21 @@ func TestVerifierReasons(t *testing.T) {
 				t.Errorf("message %q, want it to start %q", ref.Message, want)
 			}
 		})
+	}
+}
+
+// TestReservedSubject: a JWT whose sub is "service" (the raw doors' meter principal) is refused
+// by name, at the mint and at the socket.
+func TestReservedSubject(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	svc := token(t, ts.clock, map[string]any{"sub": "service"})
+	if code, name, _ := ts.mintRefusal(t, svc, nil); code != 403 || name != "subject_reserved" {
+		t.Fatalf("mint: %d %q, want 403 subject_reserved", code, name)
+	}
+	_, resp, err := ts.dial(t, "/v1/realtime?model=m", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + svc}}})
+	assertRefused(t, resp, err, 403, "subject_reserved")
+	if _, err := ts.cfg.Verifier.Verify(token(t, ts.clock, map[string]any{"sub": "services"}), ""); err != nil {
+		t.Fatalf("another subject: %v", err)
 	}
 }

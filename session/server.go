@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -67,6 +66,12 @@ type Config struct {
 	// ConversationBytes bounds what one conversation's items keep (items.go); zero takes
 	// DefaultConversationBytes.
 	ConversationBytes int
+	// MaxTicketsPerPrincipal caps the unused, unexpired tickets one principal (JWT subject) holds
+	// (the mint past it: 429 too_many_tickets); TicketMintRate the mints a second it may sustain,
+	// in bursts of MaxTicketsPerPrincipal (past it: 429 ticket_rate_exceeded). Zero takes
+	// DefaultMaxTicketsPerPrincipal / DefaultTicketMintRate; negative turns each off (mint.go).
+	MaxTicketsPerPrincipal int
+	TicketMintRate         float64
 
 	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
@@ -91,7 +96,8 @@ type Server struct {
 
 	metrics *metrics // metrics.go
 
-	gate *door.Gate // --max-conversations, and --max-per-tenant per tenant
+	gate  *door.Gate   // --max-conversations, and --max-per-tenant per tenant
+	mints *mintLimiter // --ticket-mint-rate per principal
 	// sideband serves /v1/realtime?call_id= (set once by the WebRTC component)
 	sideband atomic.Pointer[http.Handler]
 	wg       sync.WaitGroup // conversations running
@@ -138,6 +144,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Tickets == nil {
 		cfg.Tickets = NewMemoryTickets(cfg.Now)
 	}
+	if cfg.MaxTicketsPerPrincipal == 0 {
+		cfg.MaxTicketsPerPrincipal = DefaultMaxTicketsPerPrincipal
+	}
+	if cfg.TicketMintRate == 0 {
+		cfg.TicketMintRate = DefaultTicketMintRate
+	}
+	burst := cfg.MaxTicketsPerPrincipal
+	if burst < 1 {
+		burst = DefaultMaxTicketsPerPrincipal
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -145,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Engines.Mind = mind.Echo{}
 	}
 	gate := door.NewGate(cfg.MaxConversations, ErrCapacity).PerKey(cfg.MaxPerTenant, ErrTenantCapacity)
-	return &Server{cfg: cfg, log: cfg.Log, gate: gate, metrics: newMetrics()}, nil
+	return &Server{cfg: cfg, log: cfg.Log, gate: gate, mints: newMintLimiter(cfg.TicketMintRate, burst), metrics: newMetrics()}, nil
 }
 
 // Wait blocks until every conversation has ended (after the listener closed).
@@ -177,10 +193,11 @@ func (s *Server) principal(r *http.Request) (Principal, error) {
 	return s.cfg.Verifier.Verify(tok, r.Header.Get("X-Org-Id"))
 }
 
-// mint stores a ticket for p with the session config carried (raw session object, may be nil).
+// mint stores a ticket for p with the session config carried (re-encoded by ticketSession, may
+// be nil), within p's ticket cap.
 func (s *Server) mint(ctx context.Context, p Principal, session json.RawMessage, model string, ttl time.Duration) (string, time.Time, error) {
 	t := NewTicket()
-	if err := s.cfg.Tickets.Put(ctx, t, Grant{Principal: p, Session: session, Model: model}, ttl); err != nil {
+	if err := s.cfg.Tickets.Put(ctx, t, Grant{Principal: p, Session: session, Model: model}, ttl, s.cfg.MaxTicketsPerPrincipal); err != nil {
 		return "", time.Time{}, fmt.Errorf("store ticket: %w", err)
 	}
 	return t, s.cfg.Now().Add(ttl), nil
@@ -198,54 +215,28 @@ func (s *Server) ttl(seconds float64) (time.Duration, error) {
 	return d, nil
 }
 
-// readBody decodes an optional JSON body (empty is fine) into v.
-func readBody(r *http.Request, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
-	if err != nil {
-		return door.Refuse(ErrBadRequest, "the request body could not be read")
-	}
-	if len(b) > 1<<20 {
-		return door.Refuse(ErrBadRequest, "the request body is over 1 MiB")
-	}
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return door.Refuse(ErrBadRequest, "the request body is not the JSON object expected: "+err.Error())
-	}
-	return nil
-}
-
-// sessionFrom checks a session object carried by a minting request by applying it to a fresh
-// session as a session.update would; it returns the effective session for the answer.
-func sessionFrom(raw json.RawMessage, d wire.Dialect, model string) (wire.Session, error) {
-	sess := wire.NewSession(wire.NewID("sess_"), model)
-	if len(raw) == 0 || string(raw) == "null" {
-		return sess, nil
-	}
-	if err := applySessionObject(&sess, raw, d); err != nil {
-		var we *wire.Error
-		if errors.As(err, &we) {
-			return sess, door.Refuse(ErrBadRequest, we.Message)
-		}
-		return sess, door.Refuse(ErrBadRequest, "the session object is not valid")
-	}
-	return sess, nil
-}
-
-// applySessionObject applies a bare session object as a session.update.
-func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect) error {
+// decodeSessionObject decodes a bare session object as a session.update's.
+func decodeSessionObject(raw json.RawMessage, d wire.Dialect) (*wire.SessionUpdate, error) {
 	frame, _ := json.Marshal(struct {
 		Type    string          `json:"type"`
 		Session json.RawMessage `json:"session"`
 	}{wire.TypeSessionUpdate, raw})
 	ev, err := wire.Decode(frame, d)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u, ok := ev.(*wire.SessionUpdate)
 	if !ok {
-		return errors.New("session object did not decode as a session.update")
+		return nil, errors.New("session object did not decode as a session.update")
+	}
+	return u, nil
+}
+
+// applySessionObject applies a bare session object as a session.update.
+func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect) error {
+	u, err := decodeSessionObject(raw, d)
+	if err != nil {
+		return err
 	}
 	return sess.Apply(u)
 }
@@ -253,31 +244,31 @@ func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect)
 // ServeVoiceSession is POST /v1/voice/session (reference/004): a principal JWT in, a ticket out.
 // Body (optional): {"expires_in": seconds, "session": {…session.update's session…}}.
 func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
-	p, err := s.principal(r)
+	p, err := s.minter(r)
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	var body struct {
 		ExpiresIn float64         `json:"expires_in"`
 		Session   json.RawMessage `json:"session"`
 	}
-	if err := readBody(r, &body); err != nil {
-		writeRefusal(w, err)
+	if err := readMintBody(r, &body); err != nil {
+		s.writeMintError(w, err)
 		return
 	}
 	ttl, err := s.ttl(body.ExpiresIn)
+	var kept json.RawMessage
 	if err == nil {
-		_, err = sessionFrom(body.Session, wire.GA, "")
+		_, kept, err = ticketSession(body.Session, wire.GA, "")
 	}
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
-	ticket, _, err := s.mint(r.Context(), p, body.Session, "", ttl)
+	ticket, _, err := s.mint(r.Context(), p, kept, "", ttl)
 	if err != nil {
-		s.log.Error("mint ticket", "err", err)
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	writeJSON(w, map[string]any{"ticket": ticket, "expires_in": int(ttl / time.Second),
@@ -287,14 +278,14 @@ func (s *Server) ServeVoiceSession(w http.ResponseWriter, r *http.Request) {
 // ServeBetaSessions is POST /v1/realtime/sessions (beta): the body is a beta session object;
 // the answer is the session with client_secret{value, expires_at}.
 func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
-	p, err := s.principal(r)
+	p, err := s.minter(r)
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	var raw json.RawMessage
-	if err := readBody(r, &raw); err != nil {
-		writeRefusal(w, err)
+	if err := readMintBody(r, &raw); err != nil {
+		s.writeMintError(w, err)
 		return
 	}
 	var meta struct {
@@ -310,22 +301,23 @@ func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	ttl, err := s.ttl(meta.ClientSecret.ExpiresAfter.Seconds)
 	var sess wire.Session
+	var kept json.RawMessage
 	if err == nil {
-		sess, err = sessionFrom(raw, wire.Beta, meta.Model)
+		sess, kept, err = ticketSession(raw, wire.Beta, meta.Model)
 	}
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
-	ticket, expires, err := s.mint(r.Context(), p, raw, meta.Model, ttl)
+	ticket, expires, err := s.mint(r.Context(), p, kept, meta.Model, ttl)
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	out, err := withFields(wire.SessionJSON(&sess, wire.Beta), map[string]any{
 		"client_secret": map[string]any{"value": ticket, "expires_at": expires.Unix()}})
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	writeJSON(w, out)
@@ -334,9 +326,9 @@ func (s *Server) ServeBetaSessions(w http.ResponseWriter, r *http.Request) {
 // ServeClientSecrets is POST /v1/realtime/client_secrets (GA): body
 // {expires_after:{anchor, seconds}, session:{type:"realtime", …}}; answer {value, expires_at, session}.
 func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
-	p, err := s.principal(r)
+	p, err := s.minter(r)
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	var body struct {
@@ -345,8 +337,8 @@ func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
 		} `json:"expires_after"`
 		Session json.RawMessage `json:"session"`
 	}
-	if err := readBody(r, &body); err != nil {
-		writeRefusal(w, err)
+	if err := readMintBody(r, &body); err != nil {
+		s.writeMintError(w, err)
 		return
 	}
 	var meta struct {
@@ -357,16 +349,17 @@ func (s *Server) ServeClientSecrets(w http.ResponseWriter, r *http.Request) {
 	}
 	ttl, err := s.ttl(body.ExpiresAfter.Seconds)
 	var sess wire.Session
+	var kept json.RawMessage
 	if err == nil {
-		sess, err = sessionFrom(body.Session, wire.GA, meta.Model)
+		sess, kept, err = ticketSession(body.Session, wire.GA, meta.Model)
 	}
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
-	ticket, expires, err := s.mint(r.Context(), p, body.Session, meta.Model, ttl)
+	ticket, expires, err := s.mint(r.Context(), p, kept, meta.Model, ttl)
 	if err != nil {
-		writeRefusal(w, err)
+		s.writeMintError(w, err)
 		return
 	}
 	sess.ExpiresAt = expires.Unix()
@@ -478,6 +471,38 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName st
 // verified), the quota, and a slot under the global and the tenant cap. Each refusal is a
 // door.Refusal with its reason; release gives the slot back (once).
 func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error) {
+	return s.admit(r, s.cfg.Tickets.Take)
+}
+
+// AdmitCall is Admit in two steps, for a WebRTC call whose offer is read after its credential:
+// every check runs now, but a ticket is only looked at (TicketStore.Peek), not spent, so a body
+// refused afterwards leaves it usable. redeem spends it once the offer is answered (atomic: a
+// ticket taken meanwhile is ticket_invalid; the caller then releases the slot and refuses); a JWT
+// has nothing to spend. release gives the slot back, as Admit's.
+func (s *Server) AdmitCall(r *http.Request) (grant Grant, release func(), redeem func(context.Context) error, err error) {
+	var ticket string
+	look := func(ctx context.Context, t string) (Grant, error) {
+		ticket = t
+		return s.cfg.Tickets.Peek(ctx, t)
+	}
+	grant, release, err = s.admit(r, look)
+	if err != nil {
+		return Grant{}, nil, nil, err
+	}
+	redeem = func(ctx context.Context) error {
+		if ticket == "" {
+			return nil
+		}
+		if _, err := s.cfg.Tickets.Take(ctx, ticket); err != nil {
+			return withReason(err, door.ReasonAuth)
+		}
+		return nil
+	}
+	return grant, release, redeem, nil
+}
+
+// admit is Admit with look finding a ticket's grant (Take, or Peek for AdmitCall).
+func (s *Server) admit(r *http.Request, look func(context.Context, string) (Grant, error)) (grant Grant, release func(), err error) {
 	if err := s.cfg.Origins.Check(r); err != nil {
 		return Grant{}, nil, err
 	}
@@ -487,7 +512,7 @@ func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error)
 	if s.gate.Full() {
 		return Grant{}, nil, ErrCapacity
 	}
-	grant, err = s.authenticate(r)
+	grant, err = s.authenticate(r, look)
 	if err != nil {
 		return Grant{}, nil, withReason(err, door.ReasonAuth)
 	}
@@ -513,12 +538,12 @@ func withReason(err error, reason string) error {
 	return &r
 }
 
-// authenticate finds the credential (query ticket, subprotocol key, bearer) and spends it: a
-// ticket is taken once; a JWT is verified. ?ticket= takes a one-use ticket only: a principal JWT
-// is reusable until it expires, and a URL lands in proxy and access logs and browser history, so
-// one found there is refused without being looked at. The subprotocol (a header, the browser's
-// only way) and Authorization take either.
-func (s *Server) authenticate(r *http.Request) (Grant, error) {
+// authenticate finds the credential (query ticket, subprotocol key, bearer) and checks it: a
+// ticket's grant is found by look (Take: taken once); a JWT is verified. ?ticket= takes a one-use
+// ticket only: a principal JWT is reusable until it expires, and a URL lands in proxy and access
+// logs and browser history, so one found there is refused without being looked at. The
+// subprotocol (a header, the browser's only way) and Authorization take either.
+func (s *Server) authenticate(r *http.Request, look func(context.Context, string) (Grant, error)) (Grant, error) {
 	cred := r.URL.Query().Get("ticket")
 	if cred != "" && !LooksLikeTicket(cred) {
 		return Grant{}, ErrCredentialInQuery
@@ -540,7 +565,7 @@ func (s *Server) authenticate(r *http.Request) (Grant, error) {
 	case cred == "":
 		return Grant{}, ErrNoCredential
 	case LooksLikeTicket(cred):
-		return s.cfg.Tickets.Take(r.Context(), cred)
+		return look(r.Context(), cred)
 	default:
 		if s.cfg.Verifier == nil {
 			return Grant{}, ErrNoVerifier

@@ -54,8 +54,8 @@ func TestTicketStoreOneUseAndExpiry(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, "ek_") || len(a) != 3+43 {
 		t.Fatalf("tickets %q %q", a, b)
 	}
-	s.Put(ctx, a, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second)
-	s.Put(ctx, b, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second)
+	s.Put(ctx, a, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second, 0)
+	s.Put(ctx, b, Grant{Principal: Principal{Subject: "u"}}, 30*time.Second, 0)
 	if g, err := s.Take(ctx, a); err != nil || g.Principal.Subject != "u" {
 		t.Fatalf("first take: %v %v", g, err)
 	}
@@ -1239,7 +1239,7 @@ func TestClientFailureIsAWarning(t *testing.T) {
 	ts := newTestServer(t, Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
 	tk := NewTicket()
 	if err := ts.cfg.Tickets.Put(context.Background(), tk, Grant{Principal: Principal{Subject: "ann"},
-		Session: json.RawMessage(`{"input_audio_format":"mp3"}`)}, time.Minute); err != nil {
+		Session: json.RawMessage(`{"input_audio_format":"mp3"}`)}, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
 	c, _, err := ts.dial(t, "/v1/voice?ticket="+tk, nil)

@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/voiced/voiced/door"
 )
 
 // TicketPrefix starts every ticket (OpenAI's ephemeral keys start the same way, which lets
@@ -22,8 +25,8 @@ const (
 )
 
 // Grant is what a ticket stands for: a principal this process already verified, and the session
-// configuration the minting request carried (a session object in either dialect, applied as a
-// session.update when the socket opens).
+// configuration the minting request carried (a session object in either dialect, validated and
+// re-encoded by the mint (mint.go), applied as a session.update when the socket opens).
 type Grant struct {
 	Principal Principal       `json:"principal"`
 	Session   json.RawMessage `json:"session,omitempty"`
@@ -33,10 +36,28 @@ type Grant struct {
 
 // TicketStore keeps tickets. Take must be atomic: a ticket is handed out at most once, across
 // every node sharing the store (Redis: GETDEL). Take of an unknown, used or expired ticket
-// returns ErrTicketInvalid.
+// returns ErrTicketInvalid; Peek returns what Take would without taking it (a WebRTC call looks
+// at its ticket before it reads the offer and takes it once the offer is answered).
+//
+// Put refuses (ErrTooManyTickets, with the Retry-After of the principal's first ticket to expire)
+// when g.Principal.Subject already holds maxLive unexpired, untaken tickets; maxLive <= 0 is no
+// cap. The count and the store are one atomic step, across nodes too.
 type TicketStore interface {
-	Put(ctx context.Context, ticket string, g Grant, ttl time.Duration) error
+	Put(ctx context.Context, ticket string, g Grant, ttl time.Duration, maxLive int) error
 	Take(ctx context.Context, ticket string) (Grant, error)
+	Peek(ctx context.Context, ticket string) (Grant, error)
+}
+
+// ErrTooManyTickets refuses a mint while the principal holds its --max-tickets-per-principal.
+var ErrTooManyTickets = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_tickets",
+	Message:    "this principal holds as many unused tickets as it may (--max-tickets-per-principal): use one, or retry once one expires",
+	RetryAfter: time.Second}
+
+// tooManyTickets is ErrTooManyTickets with the wait until the principal's first ticket expires.
+func tooManyTickets(wait time.Duration) error {
+	r := *ErrTooManyTickets
+	r.RetryAfter = max(wait, time.Second)
+	return &r
 }
 
 // NewTicket returns "ek_" + 256 random bits, base64url without padding.
@@ -58,6 +79,8 @@ type MemoryTickets struct {
 	now func() time.Time
 	mu  sync.Mutex
 	m   map[string]Grant
+	// live counts each subject's tickets in m (the cap Put enforces); a subject with none has no entry.
+	live map[string]int
 }
 
 // NewMemoryTickets returns an empty store on the clock now (nil: time.Now).
@@ -65,22 +88,44 @@ func NewMemoryTickets(now func() time.Time) *MemoryTickets {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryTickets{now: now, m: map[string]Grant{}}
+	return &MemoryTickets{now: now, m: map[string]Grant{}, live: map[string]int{}}
 }
 
-// Put stores g under ticket until now+ttl.
-func (s *MemoryTickets) Put(_ context.Context, ticket string, g Grant, ttl time.Duration) error {
+// Put stores g under ticket until now+ttl, unless g's subject already holds maxLive tickets.
+func (s *MemoryTickets) Put(_ context.Context, ticket string, g Grant, ttl time.Duration, maxLive int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	for k, v := range s.m {
 		if !now.Before(v.Expires) {
-			delete(s.m, k)
+			s.remove(k, v)
 		}
 	}
+	sub := g.Principal.Subject
+	if maxLive > 0 && s.live[sub] >= maxLive {
+		first := time.Time{}
+		for _, v := range s.m {
+			if v.Principal.Subject == sub && (first.IsZero() || v.Expires.Before(first)) {
+				first = v.Expires
+			}
+		}
+		return tooManyTickets(first.Sub(now))
+	}
 	g.Expires = now.Add(ttl)
+	if old, ok := s.m[ticket]; ok {
+		s.remove(ticket, old)
+	}
 	s.m[ticket] = g
+	s.live[sub]++
 	return nil
+}
+
+// remove deletes ticket (holding g) and its count; s.mu is held.
+func (s *MemoryTickets) remove(ticket string, g Grant) {
+	delete(s.m, ticket)
+	if s.live[g.Principal.Subject]--; s.live[g.Principal.Subject] <= 0 {
+		delete(s.live, g.Principal.Subject)
+	}
 }
 
 // Take removes and returns the grant; a second Take, or one after expiry, is ErrTicketInvalid.
@@ -88,7 +133,21 @@ func (s *MemoryTickets) Take(_ context.Context, ticket string) (Grant, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.m[ticket]
-	delete(s.m, ticket)
+	if !ok {
+		return Grant{}, ErrTicketInvalid
+	}
+	s.remove(ticket, g)
+	if !s.now().Before(g.Expires) {
+		return Grant{}, ErrTicketInvalid
+	}
+	return g, nil
+}
+
+// Peek returns the grant without taking it; unknown, used or expired is ErrTicketInvalid.
+func (s *MemoryTickets) Peek(_ context.Context, ticket string) (Grant, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.m[ticket]
 	if !ok || !s.now().Before(g.Expires) {
 		return Grant{}, ErrTicketInvalid
 	}

@@ -2,11 +2,14 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voiced/voiced/door"
 )
 
 func TestRedisTicketsOneUseAcrossClients(t *testing.T) {
@@ -26,7 +29,7 @@ func TestRedisTicketsOneUseAcrossClients(t *testing.T) {
 	}
 	defer b.Close()
 	tk := NewTicket()
-	if err := a.Put(ctx, tk, Grant{Principal: Principal{Subject: "alice"}}, 5*time.Second); err != nil {
+	if err := a.Put(ctx, tk, Grant{Principal: Principal{Subject: "alice"}}, 5*time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Ten redemptions race on two nodes: exactly one wins.
@@ -55,7 +58,7 @@ func TestRedisTicketsOneUseAcrossClients(t *testing.T) {
 		t.Fatalf("%d redemptions succeeded, want exactly 1", wins)
 	}
 	short := NewTicket()
-	a.Put(ctx, short, Grant{}, time.Millisecond)
+	a.Put(ctx, short, Grant{}, time.Millisecond, 0)
 	time.Sleep(20 * time.Millisecond) // Redis expires the key on its own clock
 	if _, err := b.Take(ctx, short); !errors.Is(err, ErrTicketInvalid) {
 		t.Fatalf("expired Take = %v, want ErrTicketInvalid", err)
@@ -69,5 +72,57 @@ func TestRedisTicketsDownRefusesByName(t *testing.T) {
 	}
 	if _, err := OpenRedisTickets(context.Background(), "http://nope"); err == nil {
 		t.Fatal("bad URL accepted")
+	}
+}
+
+// TestRedisTicketsCapAcrossClients: the per-principal cap holds across nodes (two clients): a
+// subject's live tickets are counted in Redis; a Take on either node gives one back; Peek leaves
+// the ticket in place; the refusal names the wait until the subject's first ticket expires.
+func TestRedisTicketsCapAcrossClients(t *testing.T) {
+	url := os.Getenv("VOICED_TEST_REDIS_URL")
+	if url == "" {
+		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (make test starts one when redis-server is installed)")
+	}
+	ctx := context.Background()
+	a, err := OpenRedisTickets(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenRedisTickets(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	g := Grant{Principal: Principal{Subject: "cap-" + NewTicket()}, Session: json.RawMessage(`{"instructions":"Hi."}`)}
+	first, second := NewTicket(), NewTicket()
+	if err := a.Put(ctx, first, g, 30*time.Second, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, second, g, 60*time.Second, 2); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Put(ctx, NewTicket(), g, 30*time.Second, 2)
+	var ref *door.Refusal
+	if !errors.As(err, &ref) || ref.Name != "too_many_tickets" || ref.RetryAfter < 28*time.Second || ref.RetryAfter > 30*time.Second {
+		t.Fatalf("a third ticket: %v, want too_many_tickets with the first's 30 s", err)
+	}
+	if err := b.Put(ctx, NewTicket(), Grant{Principal: Principal{Subject: g.Principal.Subject + "-other"}}, 30*time.Second, 2); err != nil {
+		t.Fatalf("another subject: %v", err)
+	}
+	if got, err := b.Peek(ctx, first); err != nil || string(got.Session) != `{"instructions":"Hi."}` {
+		t.Fatalf("Peek: %+v %v", got, err)
+	}
+	if _, err := b.Take(ctx, first); err != nil {
+		t.Fatalf("Take after Peek: %v", err)
+	}
+	if _, err := a.Peek(ctx, first); !errors.Is(err, ErrTicketInvalid) {
+		t.Fatalf("Peek after Take: %v, want ErrTicketInvalid", err)
+	}
+	if err := a.Put(ctx, NewTicket(), g, 30*time.Second, 2); err != nil {
+		t.Fatalf("a ticket after one was taken: %v", err)
+	}
+	if err := a.Put(ctx, NewTicket(), g, 30*time.Second, 0); err != nil {
+		t.Fatalf("no cap: %v", err)
 	}
 }

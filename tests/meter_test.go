@@ -241,6 +241,13 @@ func TestQuotaClosesSession(t *testing.T) {
 		t.Errorf("usage shows %.2f s spoken for a %.0f s quota", spoken, quota)
 	}
 
+	// The mint is refused by name, on every minting route: a ticket that cannot open a conversation
+	// is not handed out (it used to be, and only the redemption was refused).
+	for _, path := range []string{"/v1/voice/session", "/v1/realtime/sessions", "/v1/realtime/client_secrets"} {
+		if st, name, _ := s.mintRaw(t, path, s.jwt(user, ""), `{}`); st != http.StatusTooManyRequests || name != "quota_exceeded" {
+			t.Errorf("POST %s over quota: %d %q, want 429 quota_exceeded", path, st, name)
+		}
+	}
 	code, body := s.post(t, "/v1/realtime/sessions", s.jwt(user, ""), `{}`)
 	if code == http.StatusOK {
 		var r struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime/multipart"
 	"net/http"
 	"regexp"
 	"strings"
@@ -424,6 +425,14 @@ func TestWebRTCRefusals(t *testing.T) {
 	c := newRTCClient(t)
 	offer, _ := c.pc.CreateOffer(nil)
 	ticket := s.mintGA(t, s.jwt("rtc-refused", "acme"))
+	// A session part the conversation cannot start with (a voice that is not a string): refused
+	// before the answer, and the ticket kept (it was answered 201, then the call died with the
+	// ticket spent).
+	var mp strings.Builder
+	mw := multipart.NewWriter(&mp)
+	mw.WriteField("sdp", offer.SDP)
+	mw.WriteField("session", `{"type":"realtime","audio":{"output":{"voice":7}}}`)
+	mw.Close()
 	for name, tc := range map[string]struct {
 		credential, contentType, body, origin string
 		status                                int
@@ -438,6 +447,7 @@ func TestWebRTCRefusals(t *testing.T) {
 		// The issue's repro: 12,000 candidates got a 500 and an ERROR log (and 2,000 had the
 		// server send ~15,000 STUN packets to the addresses they named).
 		"12,000 candidates": {ticket, "application/sdp", withHostCandidates(offer.SDP, 12000), "", 400, "invalid_offer"},
+		"invalid session":   {ticket, mw.FormDataContentType(), mp.String(), "", 400, "invalid_request"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if st, got := post(tc.credential, tc.contentType, tc.body, tc.origin); st != tc.status || got != tc.want {
@@ -467,7 +477,7 @@ func TestWebRTCRefusals(t *testing.T) {
 	}
 	bare.stop()
 
-	// The refusals above (origin, body) did not spend the ticket: it still opens a call.
+	// The refusals above (origin, body, session) did not spend the ticket: it still opens a call.
 	c2 := newRTCClient(t)
 	loc := c2.call(t, s, ticket)
 	c2.until(t, "session.created", 10*time.Second)

@@ -37,9 +37,9 @@ type conversationComponent struct {
 	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
-	eventRate                                               float64
+	eventRate, ticketMintRate                               float64
 	eventBurst                                              int
-	maxConversations, maxPerTenant                          int
+	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
 
 	srv      *session.Server
@@ -60,6 +60,8 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.eventRate, "event-rate", session.DefaultEventRate, "client events a realtime connection may send per second (input_audio_buffer.append not counted); over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
 	fs.IntVar(&c.eventBurst, "event-burst", session.DefaultEventBurst, "client events a realtime connection may send at once (the rate limit's bucket)")
 	fs.DurationVar(&c.ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
+	fs.IntVar(&c.maxTicketsPerPrincipal, "max-tickets-per-principal", session.DefaultMaxTicketsPerPrincipal, "unused, unexpired tickets one principal (JWT sub) may hold; a mint past it: 429 too_many_tickets")
+	fs.Float64Var(&c.ticketMintRate, "ticket-mint-rate", session.DefaultTicketMintRate, "tickets a second one principal may mint, sustained (bursts up to --max-tickets-per-principal); over it 429 ticket_rate_exceeded; 0 = no limit")
 	fs.StringVar(&c.mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
 	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
 	fs.StringVar(&c.mindModel, "mind-model", "", "the model name sent to --mind-url")
@@ -80,6 +82,9 @@ func (c *conversationComponent) validate(*App) error {
 	}
 	if c.ticketTTL < session.MinTicketTTL || c.ticketTTL > session.MaxTicketTTL {
 		return fmt.Errorf("--ticket-ttl %s outside %s..%s", c.ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
+	}
+	if c.maxTicketsPerPrincipal <= 0 || c.ticketMintRate < 0 {
+		return errors.New("--max-tickets-per-principal must be positive and --ticket-mint-rate >= 0 (0 = no limit)")
 	}
 	switch c.mindKind {
 	case "", "echo", "openai":
@@ -105,10 +110,14 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst, Log: app.Log.With("component", "conversation"),
+		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
 		Engines: speechEngines(app, m),
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
+	}
+	if c.ticketMintRate == 0 {
+		cfg.TicketMintRate = -1 // likewise
 	}
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets

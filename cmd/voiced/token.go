@@ -10,6 +10,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
+	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/session"
 )
 
@@ -31,6 +32,10 @@ func tokenCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if *secretFile == "" || *sub == "" {
 		fmt.Fprintln(stderr, "voiced token: --jwt-secret-file and --sub are required")
+		return 2
+	}
+	if *sub == meter.ServicePrincipal {
+		fmt.Fprintf(stderr, "voiced token: --sub %q is reserved (the raw speech doors are metered under it); the server refuses such a token\n", *sub)
 		return 2
 	}
 	if *ttl <= 0 {

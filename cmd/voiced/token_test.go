@@ -39,6 +39,7 @@ func TestTokenCommandMintsAVerifiableJWT(t *testing.T) {
 		"no secret":    {"token", "--sub", "a"},
 		"bad ttl":      {"token", "--jwt-secret-file", secret, "--sub", "a", "--ttl", "-1s"},
 		"short secret": {"token", "--jwt-secret-file", "/nonexistent", "--sub", "a"},
+		"reserved sub": {"token", "--jwt-secret-file", secret, "--sub", "service"},
 	} {
 		if code := run(args, &out, &errb); code == 0 {
 			t.Errorf("%s: exit 0", name)
