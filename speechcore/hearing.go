@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/voiced/voiced/door"
@@ -64,6 +65,17 @@ func (s *Service) hearingRoutes() {
 }
 
 // transcriptionError maps an engine error to what a client is shown.
+// logDecodeFailure logs a failed decode: a refusal by name (the queue, a shutdown) is what a busy
+// node does for its clients, a warning; anything else is the server's fault.
+func logDecodeFailure(log *slog.Logger, msg string, err error, attrs ...any) {
+	var r *door.Refusal
+	if errors.As(err, &r) || errors.Is(err, whisper.ErrClosed) {
+		log.Warn(msg, append(attrs, "err", err)...)
+		return
+	}
+	log.Error(msg, append(attrs, "err", err)...)
+}
+
 func transcriptionError(err error) *door.Refusal {
 	var r *door.Refusal
 	switch {

@@ -146,6 +146,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	pieceStart := time.Now()
 	started := false
+	var writeErr error // the client's side failed (it went away): not the server's fault
 	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
 		d.svc.ObserveSynthesis(time.Since(pieceStart))
 		if !started {
@@ -159,11 +160,13 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
 			if format == "wav" {
 				if _, err := w.Write(audio.WAVHeader(kokoro.SampleRate, 1, 16, audio.UnknownLength)); err != nil {
+					writeErr = err
 					return err
 				}
 			}
 		}
 		if _, err := w.Write(audio.Int16ToBytes(c.PCM)); err != nil {
+			writeErr = err
 			return err
 		}
 		d.svc.spoken(float64(len(c.PCM)) / kokoro.SampleRate)
@@ -177,6 +180,8 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 	case !started && r.Context().Err() == nil:
 		writeSpeechError(w, synthesisError(err), "input")
+	case started && r.Context().Err() == nil && writeErr != nil:
+		d.svc.log.Warn("speech: the client stopped taking the response", "err", err)
 	case started && r.Context().Err() == nil:
 		d.svc.log.Error("speech: synthesis failed mid-response", "err", err)
 		panic(http.ErrAbortHandler) // the client sees a cut body, not a clean end

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -122,5 +125,44 @@ func TestSpeechRouteRefusals(t *testing.T) {
 				t.Errorf("unknown-voice message does not list the mounted voices: %s", e.Error.Message)
 			}
 		})
+	}
+}
+
+// failingWriter is a response whose client went away: every body write after the first fails,
+// while the request's context is still live (the server has not noticed yet).
+type failingWriter struct {
+	header http.Header
+	writes int
+}
+
+func (w *failingWriter) Header() http.Header { return w.header }
+func (w *failingWriter) WriteHeader(int)     {}
+func (w *failingWriter) Write(b []byte) (int, error) {
+	w.writes++
+	if w.writes > 1 {
+		return 0, errors.New("write: broken pipe")
+	}
+	return len(b), nil
+}
+
+// TestSpeechClientGoneIsAWarning (issue 18, 8h): a client that stops taking a streamed answer is
+// the client's doing: logged as a warning, not at ERROR, and the handler returns (no panic).
+func TestSpeechClientGoneIsAWarning(t *testing.T) {
+	var logs bytes.Buffer
+	s := newSpeakingServer(t, Config{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	door := NewSpeechDoor(s.svc)
+	body := `{"input":"` + strings.Repeat("This sentence is spoken again. ", 40) + `","response_format":"pcm"}`
+	req := httptest.NewRequest("POST", "/v1/audio/speech", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	w := &failingWriter{header: http.Header{}}
+	door.ServeHTTP(w, req)
+	if w.writes < 2 {
+		t.Fatalf("%d writes: the answer never reached its second piece", w.writes)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a client gone mid-answer was logged at ERROR:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("no warning for the client gone mid-answer:\n%s", logs.String())
 	}
 }

@@ -559,7 +559,7 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Error("transcribe: decode", "segment", j.segment, "final", j.final, "err", err)
+			logDecodeFailure(s.log, "transcribe: decode", err, "segment", j.segment, "final", j.final)
 			s.send(ctx, door.Frame(transcriptionError(err)))
 			return
 		}

@@ -472,7 +472,7 @@ func (t *transcript) work(ctx context.Context, svc *Service) {
 			return
 		}
 		if err := t.catchUp(ctx, false); err != nil && ctx.Err() == nil {
-			svc.log.Error("transcript: decode", "id", t.id, "err", err)
+			logDecodeFailure(svc.log, "transcript: decode", err, "id", t.id)
 		}
 	}
 }
@@ -510,7 +510,7 @@ func (t *transcript) finish(ctx context.Context, svc *Service) (string, error) {
 	t.mu.Unlock()
 	defer t.cancel()
 	if err := t.catchUp(ctx, true); err != nil {
-		svc.log.Error("transcript: flush", "id", t.id, "err", err)
+		logDecodeFailure(svc.log, "transcript: flush", err, "id", t.id)
 		return "", transcriptionError(err)
 	}
 	t.mu.Lock()

@@ -128,7 +128,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if r.Context().Err() != nil {
 				return
 			}
-			d.svc.log.Error("transcriptions: decode", "err", err)
+			logDecodeFailure(d.svc.log, "transcriptions: decode", err)
 			writeOpenAIError(w, transcriptionError(err))
 			return
 		}
