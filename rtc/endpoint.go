@@ -199,7 +199,7 @@ func (e *Endpoint) Answer(ctx context.Context, offer string, h Handlers) (string
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := newCall(e.cfg, e.metrics, pc, h)
+	c, err := newCall(e.cfg, e.metrics, pc, h, peerMaxMessage(d))
 	if err != nil {
 		pc.Close()
 		return "", nil, err

@@ -2,6 +2,7 @@ package rtc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -113,13 +114,23 @@ func (t *Transport) Receive(ctx context.Context) (session.Inbound, error) {
 }
 
 // Send queues one server event on the data channel. Its queue is bounded: while it is full Send
-// waits (the engine bounds the wait with ctx: a peer that stopped reading ends the call).
+// waits (the engine bounds the wait with ctx: a peer that stopped reading ends the call). An
+// event larger than the peer takes (its a=max-message-size: Chrome's 256 KiB, e.g. a
+// session.updated with long instructions and tools, or an item's echo) would fail the data
+// channel and end the call: the peer gets an event_too_large error naming it instead, and the
+// call goes on; the sideband sockets still get the event whole.
 func (t *Transport) Send(ctx context.Context, event []byte) error {
 	t.tapMu.Lock()
 	for _, fn := range t.taps {
 		fn(event)
 	}
 	t.tapMu.Unlock()
+	if limit := t.Call().PeerMaxMessage(); len(event) > limit {
+		t.Call().m.tooLarge.WithLabelValues("out").Inc()
+		if event = tooLargeEvent(event, limit); event == nil || len(event) > limit {
+			return nil // a peer that takes less than an error event: nothing can be said
+		}
+	}
 	for {
 		err := t.Call().Send(event)
 		if !errors.Is(err, ErrEventQueueFull) {
@@ -162,11 +173,20 @@ func (t *Transport) Clear() int64 { return t.Call().Clear() }
 // Played is how many samples of reply audio went out on the track.
 func (t *Transport) Played() int64 { return t.Call().Played() }
 
+// MaxSidebands bounds the sideband sockets on one call. OpenAI's sideband is one server's control
+// socket; a few leave room for a reconnect overlapping the old socket and a monitor. Each holds a
+// writer, a queue of up to sidebandQueue events and a copy of every event the call is sent.
+const MaxSidebands = 4
+
 // Tap also hands every server event the call is sent to fn (a sideband socket's queue; fn must not
-// block) until untap is called.
-func (t *Transport) Tap(fn func(event []byte)) (untap func()) {
+// block) until untap is called; ok is false, and fn is not added, when MaxSidebands already tap
+// the call.
+func (t *Transport) Tap(fn func(event []byte)) (untap func(), ok bool) {
 	t.tapMu.Lock()
 	defer t.tapMu.Unlock()
+	if len(t.taps) >= MaxSidebands {
+		return nil, false
+	}
 	if t.taps == nil {
 		t.taps = map[int]func([]byte){}
 	}
@@ -177,9 +197,32 @@ func (t *Transport) Tap(fn func(event []byte)) (untap func()) {
 		t.tapMu.Lock()
 		delete(t.taps, id)
 		t.tapMu.Unlock()
-	}
+	}, true
 }
 
 // Inject hands the conversation a client event from elsewhere (a sideband socket), as if it came
 // on the data channel; it waits while the conversation is behind.
 func (t *Transport) Inject(event []byte) { t.hand(session.Inbound{Event: event}) }
+
+// CodeEventTooLarge is the error code sent on a call's data channel in place of a server event
+// larger than the peer's a=max-message-size.
+const CodeEventTooLarge = "event_too_large"
+
+// tooLargeEvent is the error event sent in place of event, which is over the peer's limit.
+func tooLargeEvent(event []byte, limit int) []byte {
+	var head struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(event, &head)
+	name := head.Type
+	if len(name) > 64 || name == "" {
+		name = "event" // a server event's own type; bounded all the same
+	}
+	b, err := wire.NewEncoder(wire.GA).Encode(&wire.Error{Type: wire.TypeServer, Code: CodeEventTooLarge,
+		Message: fmt.Sprintf("The server event %s (%d bytes) was not sent: it is larger than this data channel's max-message-size (%d bytes, a=max-message-size in the offer). A sideband socket on the call (GET /v1/realtime?call_id=) receives it whole.",
+			name, len(event), limit)})
+	if err != nil {
+		return nil
+	}
+	return b
+}

@@ -2,12 +2,15 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
@@ -168,6 +171,152 @@ func TestWebRTCBillsWhatWasHeard(t *testing.T) {
 				t.Errorf("billed %v more than the client received, want at most %v", extra.Round(10*time.Millisecond), tc.grace)
 			}
 		})
+	}
+	s.stop()
+}
+
+// TestWebRTCDataChannelBounds: the oai-events channel's bounds on the built binary, each refused
+// by name with the call going on:
+//   - a client message over the answer's a=max-message-size (262144; a peer that ignores it) is
+//     answered by an invalid_event error and the text turn after it is answered;
+//   - a server event over the client's a=max-message-size (Chrome's 262144: here a
+//     session.updated carrying 200 KB of instructions and 100 KB of tools) reaches the client as
+//     an event_too_large error naming it, reaches a sideband socket whole, and the call goes on
+//     (before: the data channel's send failed and the call ended);
+//   - a call takes rtc.MaxSidebands sideband sockets; one more is refused 429 too_many_sidebands
+//     until one closes (before: no bound).
+func TestWebRTCDataChannelBounds(t *testing.T) {
+	checkLeaks(t)
+	needFlag(t, "jwt-secret-file", "webrtc")
+	s := startRealtime(t, serverOpts{})
+	const chrome = 262144
+	c := newRTCClientWith(t, func(se *webrtc.SettingEngine) { se.SetSCTPMaxMessageSize(chrome) })
+	ignoreLimit := func(answer string) string { // the client believes it may send 1 GiB
+		for _, l := range strings.Split(answer, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "a=max-message-size:"); ok {
+				if v != fmt.Sprint(rtc.MaxEventMessage) {
+					t.Errorf("the answer advertises a=max-message-size:%s, want %d", v, rtc.MaxEventMessage)
+				}
+				return strings.ReplaceAll(answer, l, "a=max-message-size:1073741823")
+			}
+		}
+		t.Error("the answer advertises no a=max-message-size")
+		return answer
+	}
+	location := c.callWith(t, s, s.mintGA(t, s.jwt("rtc-bounds", "acme")), ignoreLimit)
+	c.until(t, "session.created", 10*time.Second)
+	callID := strings.TrimPrefix(location, "/v1/realtime/calls/")
+	sideband := func() (*websocket.Conn, int, string) {
+		conn, resp, err := websocket.Dial(ctxT(t, 10*time.Second), s.WSBase+"/v1/realtime?call_id="+callID, &websocket.DialOptions{
+			HTTPHeader: http.Header{"Authorization": {"Bearer " + s.Token}}})
+		if err != nil {
+			st, name := refusalOf(resp)
+			return nil, st, name
+		}
+		conn.SetReadLimit(-1) // the events a call is sent whole, however large
+		return conn, http.StatusSwitchingProtocols, ""
+	}
+	side, st, name := sideband()
+	if side == nil {
+		t.Fatalf("sideband: %d %s", st, name)
+	}
+	defer side.CloseNow()
+	errorOf := func(evs []map[string]any) map[string]any {
+		e, _ := evs[len(evs)-1]["error"].(map[string]any)
+		return e
+	}
+
+	t.Run("client message over 256 KiB", func(t *testing.T) {
+		over := `{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"` +
+			strings.Repeat("y", rtc.MaxEventMessage) + `"}]}}`
+		if err := c.dc.SendText(over); err != nil {
+			t.Fatal(err)
+		}
+		e := errorOf(c.until(t, "error", 10*time.Second))
+		if e["code"] != "invalid_event" || !strings.Contains(fmt.Sprint(e["message"]), fmt.Sprint(rtc.MaxEventMessage)) {
+			t.Errorf("a %d-byte message: error %v, want invalid_event naming %d", len(over), e, rtc.MaxEventMessage)
+		}
+		c.dc.SendText(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Hello there."}]}}`)
+		c.dc.SendText(`{"type":"response.create"}`)
+		evs := c.until(t, "response.done", 30*time.Second)
+		if st := evs[len(evs)-1]["response"].(map[string]any)["status"]; st != "completed" {
+			t.Errorf("the turn after: response.done %v", st)
+		}
+		c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	})
+
+	t.Run("server event over the client's max-message-size", func(t *testing.T) {
+		update := func(session map[string]any) {
+			b, _ := json.Marshal(map[string]any{"type": "session.update", "session": session})
+			if len(b) > chrome {
+				t.Fatalf("the client's own session.update is %d bytes", len(b))
+			}
+			if err := c.dc.SendText(string(b)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		update(map[string]any{"type": "realtime", "instructions": strings.Repeat("Be brief. ", 20000)})
+		c.until(t, "session.updated", 10*time.Second)
+		update(map[string]any{"type": "realtime", "tools": []any{map[string]any{"type": "function", "name": "lookup",
+			"description": strings.Repeat("d", 100000), "parameters": map[string]any{"type": "object"}}}})
+		e := errorOf(c.until(t, "error", 10*time.Second))
+		if e["code"] != rtc.CodeEventTooLarge || !strings.Contains(fmt.Sprint(e["message"]), "session.updated") {
+			t.Errorf("in place of a session.updated over %d bytes: error %v, want %s naming it", chrome, e, rtc.CodeEventTooLarge)
+		}
+		t.Logf("%v", e["message"])
+		for {
+			_, data, err := side.Read(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatalf("sideband: %v", err)
+			}
+			var ev struct{ Type string }
+			json.Unmarshal(data, &ev)
+			if ev.Type == "session.updated" && len(data) > chrome {
+				t.Logf("the sideband got the %d-byte session.updated whole", len(data))
+				break
+			}
+		}
+		c.dc.SendText(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Still there?"}]}}`)
+		c.dc.SendText(`{"type":"response.create"}`)
+		evs := c.until(t, "response.done", 30*time.Second)
+		if st := evs[len(evs)-1]["response"].(map[string]any)["status"]; st != "completed" {
+			t.Errorf("the turn after: response.done %v", st)
+		}
+		c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	})
+
+	t.Run("sideband sockets per call", func(t *testing.T) {
+		open := []*websocket.Conn{side}
+		for len(open) < rtc.MaxSidebands {
+			conn, st, name := sideband()
+			if conn == nil {
+				t.Fatalf("sideband %d of %d: %d %s", len(open)+1, rtc.MaxSidebands, st, name)
+			}
+			defer conn.CloseNow()
+			open = append(open, conn)
+		}
+		if conn, st, name := sideband(); conn != nil || st != http.StatusTooManyRequests || name != "too_many_sidebands" {
+			if conn != nil {
+				conn.CloseNow()
+			}
+			t.Fatalf("sideband %d: %d %q, want 429 too_many_sidebands", rtc.MaxSidebands+1, st, name)
+		}
+		open[len(open)-1].Close(websocket.StatusNormalClosure, "")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			conn, st, name := sideband()
+			if conn != nil {
+				conn.Close(websocket.StatusNormalClosure, "")
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a sideband after one closed: %d %s", st, name)
+			}
+			time.Sleep(50 * time.Millisecond) // the closed one leaves as its handler returns
+		}
+	})
+	if st, body := s.do("DELETE", location, "", nil); st != 200 {
+		t.Fatalf("DELETE %s: %d %s", location, st, body)
 	}
 	s.stop()
 }
