@@ -337,6 +337,7 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 		return
 	}
 	in := newInbound()
+	excess := 0         // in.excess already counted and logged
 	var armed time.Time // the read deadline set on t (zero: none)
 	for {
 		// Packets held behind a gap are released at their deadline even if the sender went
@@ -361,6 +362,14 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 			steps = append(in.expire(now), in.fill(now)...)
 		default:
 			return
+		}
+		if in.excess > excess {
+			if excess == 0 {
+				c.cfg.Log.Warn("webrtc peer sends mic audio faster than real time; the excess is dropped undecoded",
+					"burst", maxBurst, "metric", "voiced_webrtc_inbound_excess_frames_total")
+			}
+			c.m.excess.Add(float64(in.excess - excess))
+			excess = in.excess
 		}
 		c.decode(dec, rs, steps)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -45,6 +46,8 @@ type Config struct {
 	// addresses (CandidatePolicy; the zero value refuses them where this host has a public
 	// address).
 	PrivateCandidates CandidatePolicy
+	// Log is where a call reports what its peer did wrong, at WARN (nil: slog.Default()).
+	Log *slog.Logger
 }
 
 // ICE liveness (Config.DisconnectedTimeout, FailedTimeout).
@@ -77,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FailedTimeout <= 0 {
 		c.FailedTimeout = DefaultFailedTimeout
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
 	}
 	return c
 }

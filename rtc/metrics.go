@@ -16,6 +16,7 @@ type metrics struct {
 	concealed *prometheus.CounterVec // frames concealed by the reader, by how: fec, plc
 	gap       prometheus.Counter     // silence put in for RTP timestamp gaps (DTX, pauses)
 	tooLarge  *prometheus.CounterVec // data-channel messages over a side's max-message-size, by way: in, out
+	excess    prometheus.Counter     // mic frames dropped: the peer sent audio faster than real time
 }
 
 func newMetrics() *metrics {
@@ -35,13 +36,15 @@ func newMetrics() *metrics {
 		tooLarge: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voiced_webrtc_events_too_large_total",
 			Help: "oai-events messages over a max-message-size, by way: in (a peer's message over the answer's 262144 bytes, dropped and refused with an invalid_event error), out (a server event over the peer's a=max-message-size, replaced by an event_too_large error)."},
 			[]string{"way"}),
+		excess: prometheus.NewCounter(prometheus.CounterOpts{Name: "voiced_webrtc_inbound_excess_frames_total",
+			Help: "Mic frames dropped undecoded because the peer sent audio faster than real time (beyond a 1 s burst)."}),
 	}
 }
 
 // Collectors returns the calls' series for a Prometheus registry.
 func (e *Endpoint) Collectors() []prometheus.Collector {
 	m := e.metrics
-	return []prometheus.Collector{m.received, m.lost, m.jitter, m.concealed, m.gap, m.tooLarge}
+	return []prometheus.Collector{m.received, m.lost, m.jitter, m.concealed, m.gap, m.tooLarge, m.excess}
 }
 
 func (m *metrics) silence(samples int) { m.gap.Add(float64(samples) / opus.SampleRate) }

@@ -103,6 +103,7 @@ func init() {
 					return nil
 				}
 				var err error
+				cfg.Log = app.Log.With("component", "webrtc")
 				if endpoint, err = rtc.NewEndpoint(cfg); err != nil {
 					return fmt.Errorf("webrtc: %w", err)
 				}
