@@ -153,6 +153,7 @@ func TestRefusedStarts(t *testing.T) {
 		{"bad log format", []string{"VOICED_TOKEN=t"}, []string{"--log-format", "xml"}, 2, []string{"--log-format"}},
 		{"half a TLS pair", []string{"VOICED_TOKEN=t"}, []string{"--tls-cert", filepath.Join(dir, "cert.pem")}, 1, []string{"--tls-key"}},
 		{"unknown device", []string{"VOICED_TOKEN=t"}, []string{"--device", "tpu"}, 1, []string{"unknown device"}},
+		{"webrtc disconnect under its floor", []string{"VOICED_TOKEN=t"}, []string{"--webrtc-disconnect-timeout", "1s"}, 1, []string{"--webrtc-disconnect-timeout must be at least 2s"}},
 		{"corrupt mount", []string{"VOICED_TOKEN=t"}, []string{"--speech-assets", corrupt}, 1, []string{assets.SileroModel, "digest mismatch", "sha256sum -c MODELS.sha256"}},
 		{"missing mount", []string{"VOICED_TOKEN=t", "VOICED_SPEECH_ASSETS=" + filepath.Join(dir, "nowhere")}, nil, 1, []string{"nowhere", "mount directory not found"}},
 	}
