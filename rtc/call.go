@@ -78,6 +78,9 @@ type Call struct {
 	h     Handlers
 	pc    *webrtc.PeerConnection
 	track *webrtc.TrackLocalStaticSample
+	// peerMax is the largest data-channel message the peer takes (its offer's
+	// a=max-message-size, peerMaxMessage); set before the call runs, read-only after.
+	peerMax int
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -106,7 +109,7 @@ type Call struct {
 	space   chan struct{} // signalled when pending shrinks
 }
 
-func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers) (*Call, error) {
+func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers, peerMax int) (*Call, error) {
 	if h.InputRate == 0 {
 		h.InputRate = 16000
 	}
@@ -122,7 +125,7 @@ func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers) (*Ca
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Call{
-		cfg: cfg, m: m, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel,
+		cfg: cfg, m: m, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel, peerMax: peerMax,
 		done: make(chan struct{}), connected: make(chan struct{}), failed: make(chan struct{}),
 		dcOpen: make(chan struct{}), events: make(chan []byte, eventsCap), space: make(chan struct{}, 1),
 	}
@@ -222,6 +225,7 @@ func (c *Call) readEvents(raw datachannel.ReadWriteCloser) {
 			return
 		}
 		if n > MaxEventMessage {
+			c.m.tooLarge.WithLabelValues("in").Inc()
 			if c.h.TooLarge != nil {
 				c.h.TooLarge(n)
 			}
@@ -333,6 +337,7 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 		return
 	}
 	in := newInbound()
+	excess := 0         // in.excess already counted and logged
 	var armed time.Time // the read deadline set on t (zero: none)
 	for {
 		// Packets held behind a gap are released at their deadline even if the sender went
@@ -357,6 +362,14 @@ func (c *Call) read(t *webrtc.TrackRemote) {
 			steps = append(in.expire(now), in.fill(now)...)
 		default:
 			return
+		}
+		if in.excess > excess {
+			if excess == 0 {
+				c.cfg.Log.Warn("webrtc peer sends mic audio faster than real time; the excess is dropped undecoded",
+					"burst", maxBurst, "metric", "voiced_webrtc_inbound_excess_frames_total")
+			}
+			c.m.excess.Add(float64(in.excess - excess))
+			excess = in.excess
 		}
 		c.decode(dec, rs, steps)
 	}
@@ -412,6 +425,11 @@ func (c *Call) deliver(rs *audio.Resampler, pcm []int16) {
 		c.h.Audio(out)
 	}
 }
+
+// PeerMaxMessage is the largest data-channel message the peer takes (its offer's
+// a=max-message-size; 65535 when it names none): Send must not be given a larger one, or the
+// data channel's send fails and the call ends.
+func (c *Call) PeerMaxMessage() int { return c.peerMax }
 
 // Send queues one event for the data channel; the queue is bounded (ErrEventQueueFull).
 func (c *Call) Send(event []byte) error {

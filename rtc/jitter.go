@@ -40,6 +40,13 @@ const (
 	// timeline then runs that much ahead, never more than the delay).
 	idleAfter = 200 * time.Millisecond
 	fillLag   = 100 * time.Millisecond
+	// maxBurst bounds how far the mic audio heard may run ahead of the wall clock since the first
+	// packet: a frame (a packet's, or one concealed) that would take it further is dropped
+	// undecoded and counted (excess). A browser sends in real time; a peer sending faster (4x:
+	// four times the decoding, turn detection and transcription a call is meant to cost) gets
+	// real time plus this. 1 s lets through what a stalled network delivers at once when it
+	// recovers (a stall of up to ~1 s; idleAfter has put in silence for it meanwhile).
+	maxBurst = time.Second
 )
 
 // frameStep is one step for the decoder, in sequence order: a packet to decode; a frame lost,
@@ -78,6 +85,8 @@ type inbound struct {
 	origin      time.Time // when the first packet arrived
 	emitted     int64     // samples (48 kHz) of every step so far
 	last        time.Time // when the last packet arrived or silence was filled in (idleAfter)
+	// excess counts the frames dropped for running more than maxBurst ahead of real time.
+	excess int
 	// samples is a packet's length in samples at 48 kHz (opus.PacketSamples; tests stub it).
 	samples func(payload []byte) (int, error)
 }
@@ -102,7 +111,7 @@ func (in *inbound) push(p *rtp.Packet, now time.Time) []frameStep {
 	}
 	var steps []frameStep
 	if d > maxAhead {
-		steps = in.flush()
+		steps = in.flush(now)
 		in.head, in.newest = p.SequenceNumber, p.SequenceNumber
 	}
 	if _, err := in.jb.PeekAtSequence(p.SequenceNumber); err == nil {
@@ -200,8 +209,22 @@ func (in *inbound) decoded(steps []frameStep, pkt *rtp.Packet, arrived time.Time
 	}
 	in.lastSamples = n
 	in.tsKnown, in.nextTS = true, pkt.Timestamp+uint32(n)
+	if !in.inTime(n, arrived) {
+		return steps // the sender's clock goes on past it: no silence is put in for it either
+	}
 	in.emitted += int64(n)
 	return append(steps, frameStep{payload: pkt.Payload})
+}
+
+// inTime reports whether n more samples (48 kHz) keep what was heard within maxBurst of the wall
+// clock at now since the first packet; when not, the frame is counted as excess (the caller
+// drops it).
+func (in *inbound) inTime(n int, now time.Time) bool {
+	if in.emitted+int64(n) <= int64((now.Sub(in.origin)+maxBurst)/(time.Second/opus.SampleRate)) {
+		return true
+	}
+	in.excess++
+	return false
 }
 
 // release decodes the head while it is there; a missing head is lost once reorderWindow later
@@ -219,14 +242,16 @@ func (in *inbound) release(steps []frameStep, now time.Time) []frameStep {
 		}
 		// The head is lost.
 		if in.concealed < maxConceal {
-			step := frameStep{lost: true}
-			if next, err := in.jb.PeekAtSequence(in.head + 1); err == nil {
-				step.fec = next.Payload
-			}
-			steps = append(steps, step)
 			in.concealed++
 			in.nextTS += uint32(in.lastSamples)
-			in.emitted += int64(in.lastSamples)
+			if in.inTime(in.lastSamples, now) {
+				step := frameStep{lost: true}
+				if next, err := in.jb.PeekAtSequence(in.head + 1); err == nil {
+					step.fec = next.Payload
+				}
+				steps = append(steps, step)
+				in.emitted += int64(in.lastSamples)
+			}
 		}
 		in.head++
 	}
@@ -235,12 +260,16 @@ func (in *inbound) release(steps []frameStep, now time.Time) []frameStep {
 
 // flush returns every packet held, in order, without concealing the gaps between them; the
 // sequence restarts, and with it the sender's clock.
-func (in *inbound) flush() []frameStep {
+func (in *inbound) flush(now time.Time) []frameStep {
 	var steps []frameStep
 	for ; in.held > 0; in.head++ {
 		if pkt, _, ok := in.pop(in.head); ok {
-			steps = append(steps, frameStep{payload: pkt.Payload})
-			if n, err := in.samples(pkt.Payload); err == nil {
+			n, err := in.samples(pkt.Payload)
+			if err != nil {
+				n = in.lastSamples
+			}
+			if in.inTime(n, now) {
+				steps = append(steps, frameStep{payload: pkt.Payload})
 				in.emitted += int64(n)
 			}
 		}

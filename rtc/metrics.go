@@ -15,6 +15,8 @@ type metrics struct {
 	jitter    prometheus.Histogram   // interarrival jitter (RFC 3550, seconds), sampled per call
 	concealed *prometheus.CounterVec // frames concealed by the reader, by how: fec, plc
 	gap       prometheus.Counter     // silence put in for RTP timestamp gaps (DTX, pauses)
+	tooLarge  *prometheus.CounterVec // data-channel messages over a side's max-message-size, by way: in, out
+	excess    prometheus.Counter     // mic frames dropped: the peer sent audio faster than real time
 }
 
 func newMetrics() *metrics {
@@ -31,13 +33,18 @@ func newMetrics() *metrics {
 			[]string{"by"}),
 		gap: prometheus.NewCounter(prometheus.CounterOpts{Name: "voiced_webrtc_inbound_gap_seconds_total",
 			Help: "Silence put into the calls' mic audio for RTP timestamp gaps no packet covered (DTX, a paused sender, the rest of a long loss)."}),
+		tooLarge: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voiced_webrtc_events_too_large_total",
+			Help: "oai-events messages over a max-message-size, by way: in (a peer's message over the answer's 262144 bytes, dropped and refused with an invalid_event error), out (a server event over the peer's a=max-message-size, replaced by an event_too_large error)."},
+			[]string{"way"}),
+		excess: prometheus.NewCounter(prometheus.CounterOpts{Name: "voiced_webrtc_inbound_excess_frames_total",
+			Help: "Mic frames dropped undecoded because the peer sent audio faster than real time (beyond a 1 s burst)."}),
 	}
 }
 
 // Collectors returns the calls' series for a Prometheus registry.
 func (e *Endpoint) Collectors() []prometheus.Collector {
 	m := e.metrics
-	return []prometheus.Collector{m.received, m.lost, m.jitter, m.concealed, m.gap}
+	return []prometheus.Collector{m.received, m.lost, m.jitter, m.concealed, m.gap, m.tooLarge, m.excess}
 }
 
 func (m *metrics) silence(samples int) { m.gap.Add(float64(samples) / opus.SampleRate) }

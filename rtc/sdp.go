@@ -2,6 +2,7 @@ package rtc
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pion/sdp/v3"
@@ -79,4 +80,35 @@ func validOffer(offer string) (*sdp.SessionDescription, error) {
 		return nil, ErrNoAudio
 	}
 	return nil, ErrNoOpus
+}
+
+// unsetPeerMessage is the largest message pion sends a peer whose offer names no
+// a=max-message-size, or 0 (pion's sctpMaxMessageSizeUnsetValue: what peers from before the
+// attribute took; RFC 8841 says 64 KiB, and 0 "any size", but pion's association enforces this).
+const unsetPeerMessage = 65535
+
+// peerMaxMessage is the largest data-channel message the peer takes: its offer's
+// a=max-message-size on the first application m-line, read as pion reads it (the first value
+// that parses as a uint32; absent or 0: unsetPeerMessage). pion's association refuses to send a
+// larger message (a Send fails), so the call must never hand it one (Transport.Send). Chrome
+// offers 262144, Firefox 1073741823.
+func peerMaxMessage(d *sdp.SessionDescription) int {
+	for _, m := range d.MediaDescriptions {
+		if m.MediaName.Media != "application" {
+			continue
+		}
+		for _, a := range m.Attributes {
+			if strings.TrimSpace(a.Key) != "max-message-size" {
+				continue
+			}
+			if v, err := strconv.ParseUint(a.Value, 10, 32); err == nil {
+				if v == 0 {
+					return unsetPeerMessage
+				}
+				return int(v)
+			}
+		}
+		break
+	}
+	return unsetPeerMessage
 }

@@ -3,6 +3,7 @@ package rtc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -15,7 +16,11 @@ import (
 // this far behind is closed (it must not slow the call).
 const sidebandQueue = 256
 
-// ErrSidebandSlow closes a sideband socket that stopped reading.
+// ErrTooManySidebands refuses a sideband socket on a call that MaxSidebands already watch.
+var ErrTooManySidebands = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_sidebands",
+	Message: fmt.Sprintf("this call already has %d sideband sockets, the most it takes; close one first", MaxSidebands)}
+
+// errSidebandSlow closes a sideband socket that stopped reading.
 var errSidebandSlow = errors.New("sideband socket fell behind")
 
 // ServeSideband is WS /v1/realtime?call_id=…: a server's control socket on a running call (OpenAI's
@@ -35,22 +40,27 @@ func (s *Signal) ServeSideband(w http.ResponseWriter, r *http.Request) {
 		s.Sessions.Refuse(w, ErrCallNotFound)
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}, InsecureSkipVerify: true})
-	if err != nil {
-		return // Accept answered
-	}
-	conn.SetReadLimit(-1)
+	// The tap is taken before the upgrade, so a call over MaxSidebands is refused by name.
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	defer cancel(nil)
 	out := make(chan []byte, sidebandQueue)
-	untap := t.Tap(func(ev []byte) {
+	untap, ok := t.Tap(func(ev []byte) {
 		select {
 		case out <- ev:
 		default:
 			cancel(errSidebandSlow)
 		}
 	})
+	if !ok {
+		s.Sessions.Refuse(w, ErrTooManySidebands)
+		return
+	}
 	defer untap()
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}, InsecureSkipVerify: true})
+	if err != nil {
+		return // Accept answered
+	}
+	conn.SetReadLimit(-1)
 	writerDone := make(chan struct{})
 	go func() { // the one writer of this socket; the handler waits for it
 		defer close(writerDone)

@@ -2,6 +2,7 @@ package rtc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,10 +14,76 @@ import (
 	"github.com/voiced/voiced/wire"
 )
 
-// inboundQueue bounds what the call's goroutines hand the conversation (events from the data
-// channel, 20 ms runs of mic audio): when it is full they wait, and the peer is slowed by SCTP
-// and RTP's own backpressure instead of a buffer growing.
-const inboundQueue = 64
+// What the call's goroutines may hand the conversation ahead of it (events from the data channel
+// and sideband sockets, 20 ms runs of mic audio): when either bound is reached they wait, and the
+// peer is slowed by SCTP's receive window and RTP's own backpressure instead of a buffer growing.
+// Nothing is dropped.
+const (
+	// inboundQueue bounds the inputs waiting (64 runs of mic audio are 1.3 s).
+	inboundQueue = 64
+	// inboundBytes bounds their bytes (event JSON, PCM16): four of the largest data-channel
+	// messages (MaxEventMessage). The count alone let 64 × 256 KiB = 16 MiB wait per call. A
+	// sideband message larger than this (its socket reads up to session.ReadLimit) waits until
+	// nothing else does, then goes alone.
+	inboundBytes = 4 * MaxEventMessage
+)
+
+// queued is one input waiting for the conversation and the bytes it holds of inboundBytes.
+type queued struct {
+	in    session.Inbound
+	bytes int
+}
+
+// byteBudget bounds the bytes waiting in a queue: take waits for room, give hands it back.
+type byteBudget struct {
+	mu    sync.Mutex
+	size  int
+	used  int
+	freed chan struct{} // closed, and replaced, whenever bytes are handed back
+}
+
+func newByteBudget(size int) *byteBudget {
+	return &byteBudget{size: size, freed: make(chan struct{})}
+}
+
+// take reserves n bytes, waiting until they fit (more than the whole budget: until it is all
+// free, then all of it); it returns what it reserved, or false when stop or done closed first
+// (a nil channel never closes).
+func (b *byteBudget) take(n int, stop, done <-chan struct{}) (int, bool) {
+	n = min(n, b.size)
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.size {
+			b.used += n
+			b.mu.Unlock()
+			return n, true
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-stop:
+			return 0, false
+		case <-done:
+			return 0, false
+		}
+	}
+}
+
+// give hands back n bytes that take reserved.
+func (b *byteBudget) give(n int) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// inboundSize is what an input counts against inboundBytes.
+func inboundSize(in session.Inbound) int { return len(in.Event) + 2*len(in.Audio) }
 
 // Transport carries one conversation on a call (session.Transport): the oai-events data channel
 // carries the same JSON events as the socket, mic audio arrives from the track
@@ -26,7 +93,8 @@ const inboundQueue = 64
 // then Bind the call.
 type Transport struct {
 	bound  atomic.Pointer[Call]
-	in     chan session.Inbound
+	in     chan queued
+	budget *byteBudget   // the bytes waiting in in (inboundBytes)
 	gone   chan struct{} // closed by Close: the call's goroutines stop handing anything on
 	once   sync.Once
 	emit   atomic.Pointer[func(wire.ServerEvent)]
@@ -45,7 +113,7 @@ var (
 
 // NewTransport returns a transport waiting for its call.
 func NewTransport() *Transport {
-	return &Transport{in: make(chan session.Inbound, inboundQueue), gone: make(chan struct{})}
+	return &Transport{in: make(chan queued, inboundQueue), budget: newByteBudget(inboundBytes), gone: make(chan struct{})}
 }
 
 // Handlers are the call's callbacks that feed this transport.
@@ -79,17 +147,23 @@ func (t *Transport) Handlers() Handlers {
 	}
 }
 
-// hand passes one input on, waiting while the conversation is behind; dropped once the transport
-// or the call is gone.
+// hand passes one input on, waiting while the conversation is behind (inboundQueue inputs or
+// inboundBytes wait); dropped once the transport or the call is gone.
 func (t *Transport) hand(in session.Inbound) {
 	var done <-chan struct{}
 	if c := t.bound.Load(); c != nil {
 		done = c.Done()
 	}
+	n, ok := t.budget.take(inboundSize(in), t.gone, done)
+	if !ok {
+		return
+	}
 	select {
-	case t.in <- in:
+	case t.in <- queued{in: in, bytes: n}:
 	case <-t.gone:
+		t.budget.give(n)
 	case <-done:
+		t.budget.give(n)
 	}
 }
 
@@ -102,10 +176,15 @@ func (t *Transport) Call() *Call { return t.bound.Load() }
 // Receive returns the next event or run of mic audio; when the call has ended (hung up, ICE
 // failed or timed out) it returns an error wrapping session.ErrClientClosed.
 func (t *Transport) Receive(ctx context.Context) (session.Inbound, error) {
+	var done <-chan struct{}
+	if c := t.bound.Load(); c != nil {
+		done = c.Done()
+	}
 	select {
-	case in := <-t.in:
-		return in, nil
-	case <-t.Call().Done():
+	case q := <-t.in:
+		t.budget.give(q.bytes)
+		return q.in, nil
+	case <-done:
 		return session.Inbound{}, fmt.Errorf("%w: %w", session.ErrClientClosed, t.Call().Err())
 	case <-ctx.Done():
 		return session.Inbound{}, ctx.Err()
@@ -113,13 +192,23 @@ func (t *Transport) Receive(ctx context.Context) (session.Inbound, error) {
 }
 
 // Send queues one server event on the data channel. Its queue is bounded: while it is full Send
-// waits (the engine bounds the wait with ctx: a peer that stopped reading ends the call).
+// waits (the engine bounds the wait with ctx: a peer that stopped reading ends the call). An
+// event larger than the peer takes (its a=max-message-size: Chrome's 256 KiB, e.g. a
+// session.updated with long instructions and tools, or an item's echo) would fail the data
+// channel and end the call: the peer gets an event_too_large error naming it instead, and the
+// call goes on; the sideband sockets still get the event whole.
 func (t *Transport) Send(ctx context.Context, event []byte) error {
 	t.tapMu.Lock()
 	for _, fn := range t.taps {
 		fn(event)
 	}
 	t.tapMu.Unlock()
+	if limit := t.Call().PeerMaxMessage(); len(event) > limit {
+		t.Call().m.tooLarge.WithLabelValues("out").Inc()
+		if event = tooLargeEvent(event, limit); event == nil || len(event) > limit {
+			return nil // a peer that takes less than an error event: nothing can be said
+		}
+	}
 	for {
 		err := t.Call().Send(event)
 		if !errors.Is(err, ErrEventQueueFull) {
@@ -162,11 +251,20 @@ func (t *Transport) Clear() int64 { return t.Call().Clear() }
 // Played is how many samples of reply audio went out on the track.
 func (t *Transport) Played() int64 { return t.Call().Played() }
 
+// MaxSidebands bounds the sideband sockets on one call. OpenAI's sideband is one server's control
+// socket; a few leave room for a reconnect overlapping the old socket and a monitor. Each holds a
+// writer, a queue of up to sidebandQueue events and a copy of every event the call is sent.
+const MaxSidebands = 4
+
 // Tap also hands every server event the call is sent to fn (a sideband socket's queue; fn must not
-// block) until untap is called.
-func (t *Transport) Tap(fn func(event []byte)) (untap func()) {
+// block) until untap is called; ok is false, and fn is not added, when MaxSidebands already tap
+// the call.
+func (t *Transport) Tap(fn func(event []byte)) (untap func(), ok bool) {
 	t.tapMu.Lock()
 	defer t.tapMu.Unlock()
+	if len(t.taps) >= MaxSidebands {
+		return nil, false
+	}
 	if t.taps == nil {
 		t.taps = map[int]func([]byte){}
 	}
@@ -177,9 +275,32 @@ func (t *Transport) Tap(fn func(event []byte)) (untap func()) {
 		t.tapMu.Lock()
 		delete(t.taps, id)
 		t.tapMu.Unlock()
-	}
+	}, true
 }
 
 // Inject hands the conversation a client event from elsewhere (a sideband socket), as if it came
 // on the data channel; it waits while the conversation is behind.
 func (t *Transport) Inject(event []byte) { t.hand(session.Inbound{Event: event}) }
+
+// CodeEventTooLarge is the error code sent on a call's data channel in place of a server event
+// larger than the peer's a=max-message-size.
+const CodeEventTooLarge = "event_too_large"
+
+// tooLargeEvent is the error event sent in place of event, which is over the peer's limit.
+func tooLargeEvent(event []byte, limit int) []byte {
+	var head struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(event, &head)
+	name := head.Type
+	if len(name) > 64 || name == "" {
+		name = "event" // a server event's own type; bounded all the same
+	}
+	b, err := wire.NewEncoder(wire.GA).Encode(&wire.Error{Type: wire.TypeServer, Code: CodeEventTooLarge,
+		Message: fmt.Sprintf("The server event %s (%d bytes) was not sent: it is larger than this data channel's max-message-size (%d bytes, a=max-message-size in the offer). A sideband socket on the call (GET /v1/realtime?call_id=) receives it whole.",
+			name, len(event), limit)})
+	if err != nil {
+		return nil
+	}
+	return b
+}

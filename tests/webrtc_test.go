@@ -50,7 +50,10 @@ type rxPacket struct {
 	rms     float64 // of its decoded 20 ms, full scale 1
 }
 
-func newRTCClient(t testing.TB) *rtcClient {
+func newRTCClient(t testing.TB) *rtcClient { return newRTCClientWith(t, nil) }
+
+// newRTCClientWith is newRTCClient with its SettingEngine adjusted by tune (nil: as it is).
+func newRTCClientWith(t testing.TB, tune func(*webrtc.SettingEngine)) *rtcClient {
 	t.Helper()
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
@@ -60,6 +63,9 @@ func newRTCClient(t testing.TB) *rtcClient {
 	se.SetIncludeLoopbackCandidate(true)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	if tune != nil {
+		tune(&se)
+	}
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +144,12 @@ func (c *rtcClient) replyPCM() []int16 {
 // and applies the answer; it returns the call's Location.
 func (c *rtcClient) call(t testing.TB, s *server, credential string) string {
 	t.Helper()
+	return c.callWith(t, s, credential, nil)
+}
+
+// callWith is call, the client applying mangle(answer) (nil: the answer as it is).
+func (c *rtcClient) callWith(t testing.TB, s *server, credential string, mangle func(string) string) string {
+	t.Helper()
 	offer, err := c.pc.CreateOffer(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +171,11 @@ func (c *rtcClient) call(t testing.TB, s *server, credential string) string {
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Content-Type") != "application/sdp" {
 		t.Fatalf("POST /v1/realtime/calls: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	if err := c.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(body)}); err != nil {
+	answer := string(body)
+	if mangle != nil {
+		answer = mangle(answer)
+	}
+	if err := c.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -154,6 +154,7 @@ func TestRefusedStarts(t *testing.T) {
 		{"half a TLS pair", []string{"VOICED_TOKEN=t"}, []string{"--tls-cert", filepath.Join(dir, "cert.pem")}, 1, []string{"--tls-key"}},
 		{"negative body rate", []string{"VOICED_TOKEN=t"}, []string{"--http-body-min-rate", "-1"}, 1, []string{"listener limits must not be negative"}},
 		{"unknown device", []string{"VOICED_TOKEN=t"}, []string{"--device", "tpu"}, 1, []string{"unknown device"}},
+		{"webrtc disconnect under its floor", []string{"VOICED_TOKEN=t"}, []string{"--webrtc-disconnect-timeout", "1s"}, 1, []string{"--webrtc-disconnect-timeout must be at least 2s"}},
 		{"corrupt mount", []string{"VOICED_TOKEN=t"}, []string{"--speech-assets", corrupt}, 1, []string{assets.SileroModel, "digest mismatch", "sha256sum -c MODELS.sha256"}},
 		{"missing mount", []string{"VOICED_TOKEN=t", "VOICED_SPEECH_ASSETS=" + filepath.Join(dir, "nowhere")}, nil, 1, []string{"nowhere", "mount directory not found"}},
 	}

@@ -25,6 +25,8 @@ func init() {
 			iceUser, iceCredential string
 			udpMux, tcpMux         int
 			connectTimeout         time.Duration
+			disconnectTimeout      time.Duration
+			failedTimeout          time.Duration
 			privateCandidates      string
 			cfg                    rtc.Config
 			endpoint               *rtc.Endpoint
@@ -41,6 +43,8 @@ func init() {
 				fs.StringVar(&iceUser, "webrtc-turn-username", "", "username for the TURN servers in --webrtc-ice-servers")
 				fs.StringVar(&iceCredential, "webrtc-turn-credential", "", "credential for the TURN servers in --webrtc-ice-servers")
 				fs.DurationVar(&connectTimeout, "webrtc-connect-timeout", 15*time.Second, "a call whose ICE has not connected by then is released")
+				fs.DurationVar(&disconnectTimeout, "webrtc-disconnect-timeout", rtc.DefaultDisconnectedTimeout, "a call whose peer was not heard for this long (no media, RTCP or ICE answer) plays and bills nothing until it is heard again: a vanished peer is billed at most this + 1 s of reply audio it never heard (at least 2s: a live peer answers the server's checks every second)")
+				fs.DurationVar(&failedTimeout, "webrtc-failed-timeout", rtc.DefaultFailedTimeout, "a call whose peer stays unheard this long after --webrtc-disconnect-timeout ends, freeing its slot")
 				fs.StringVar(&privateCandidates, "webrtc-private-candidates", "auto", "offers' ICE candidates naming private, loopback, link-local or special-purpose addresses: refuse (dropped: the server never sends them a packet), allow, or auto (refuse when this host has a public address, --webrtc-public-ip's or an interface's)")
 			},
 			validate: func(app *App) error {
@@ -80,6 +84,13 @@ func init() {
 					return fmt.Errorf("--webrtc-connect-timeout must be > 0")
 				}
 				cfg.ConnectTimeout = connectTimeout
+				if disconnectTimeout < rtc.MinDisconnectedTimeout {
+					return fmt.Errorf("--webrtc-disconnect-timeout must be at least %v (the server checks a call's peer every second; a shorter wait takes a live peer on a slow path for gone)", rtc.MinDisconnectedTimeout)
+				}
+				if failedTimeout <= 0 {
+					return fmt.Errorf("--webrtc-failed-timeout must be > 0")
+				}
+				cfg.DisconnectedTimeout, cfg.FailedTimeout = disconnectTimeout, failedTimeout
 				policy, err := rtc.ParseCandidatePolicy(privateCandidates)
 				if err != nil {
 					return fmt.Errorf("--webrtc-private-candidates: %w", err)
@@ -92,6 +103,7 @@ func init() {
 					return nil
 				}
 				var err error
+				cfg.Log = app.Log.With("component", "webrtc")
 				if endpoint, err = rtc.NewEndpoint(cfg); err != nil {
 					return fmt.Errorf("webrtc: %w", err)
 				}
