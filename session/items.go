@@ -42,6 +42,10 @@ type entry struct {
 // refused conversation_too_large; a conversation.item.delete makes room.
 const DefaultConversationBytes = 32 << 20
 
+// MinConversationBytes is the least Config.ConversationBytes may be: a few dozen ordinary turns.
+// An operator short of memory lowers --max-conversations rather than cutting conversations short.
+const MinConversationBytes = 1 << 20
+
 // codeConversationTooLarge names that refusal.
 const codeConversationTooLarge = "conversation_too_large"
 

@@ -64,6 +64,12 @@ type Config struct {
 	// once. Zero takes DefaultEventRate / DefaultEventBurst; a negative EventRate turns it off.
 	EventRate  float64
 	EventBurst int
+	// EventBytes and EventBytesBurst bound the bytes of a principal's client events other than
+	// appends, before they are decoded (ratelimit.go): EventBytes a second sustained,
+	// EventBytesBurst at once (at least MinEventBytesBurst). Zero takes DefaultEventBytes /
+	// DefaultEventBytesBurst; a negative EventBytes turns it off.
+	EventBytes      int
+	EventBytesBurst int
 	// ConversationBytes bounds what one conversation's items keep (items.go); zero takes
 	// DefaultConversationBytes.
 	ConversationBytes int
@@ -90,6 +96,8 @@ type Server struct {
 	log *slog.Logger
 
 	metrics *metrics // metrics.go
+	// eventBytes is each principal's budget of client event bytes (Config.EventBytes)
+	eventBytes *byteBudgets
 
 	gate *door.Gate // --max-conversations, and --max-per-tenant per tenant
 	// sideband serves /v1/realtime?call_id= (set once by the WebRTC component)
@@ -129,8 +137,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventBurst == 0 {
 		cfg.EventBurst = DefaultEventBurst
 	}
+	if cfg.EventBytes == 0 {
+		cfg.EventBytes = DefaultEventBytes
+	}
+	if cfg.EventBytesBurst == 0 {
+		cfg.EventBytesBurst = DefaultEventBytesBurst
+	}
+	if cfg.EventBytes > 0 && cfg.EventBytesBurst < MinEventBytesBurst {
+		return nil, fmt.Errorf("session: the event bytes burst %d is under %d", cfg.EventBytesBurst, MinEventBytesBurst)
+	}
 	if cfg.ConversationBytes == 0 {
 		cfg.ConversationBytes = DefaultConversationBytes
+	}
+	if cfg.ConversationBytes < MinConversationBytes {
+		return nil, fmt.Errorf("session: conversation bytes %d under %d", cfg.ConversationBytes, MinConversationBytes)
 	}
 	if cfg.EventRate > 0 && cfg.EventBurst < 1 {
 		return nil, errors.New("session: the event burst must be at least 1")
@@ -145,7 +165,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Engines.Mind = mind.Echo{}
 	}
 	gate := door.NewGate(cfg.MaxConversations, ErrCapacity).PerKey(cfg.MaxPerTenant, ErrTenantCapacity)
-	return &Server{cfg: cfg, log: cfg.Log, gate: gate, metrics: newMetrics()}, nil
+	return &Server{cfg: cfg, log: cfg.Log, gate: gate, metrics: newMetrics(),
+		eventBytes: newByteBudgets(cfg.EventBytes, cfg.EventBytesBurst)}, nil
 }
 
 // Wait blocks until every conversation has ended (after the listener closed).

@@ -38,7 +38,8 @@ type conversationComponent struct {
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
 	eventRate                                               float64
-	eventBurst                                              int
+	eventBurst, eventBytes, eventBytesBurst                 int
+	conversationBytes                                       int
 	maxConversations, maxPerTenant                          int
 	speculate                                               bool
 
@@ -59,6 +60,9 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
 	fs.Float64Var(&c.eventRate, "event-rate", session.DefaultEventRate, "client events a realtime connection may send per second (input_audio_buffer.append not counted); over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
 	fs.IntVar(&c.eventBurst, "event-burst", session.DefaultEventBurst, "client events a realtime connection may send at once (the rate limit's bucket)")
+	fs.IntVar(&c.eventBytes, "event-bytes", session.DefaultEventBytes, "bytes a principal's realtime client events other than input_audio_buffer.append may carry per second, charged before they are decoded; over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
+	fs.IntVar(&c.eventBytesBurst, "event-bytes-burst", session.DefaultEventBytesBurst, "bytes those events may carry at once (the byte budget's bucket; at least 1 MiB): a bigger event is never accepted")
+	fs.IntVar(&c.conversationBytes, "max-conversation-bytes", session.DefaultConversationBytes, "bytes one conversation's items may keep (ids, text, transcripts, arguments, image URIs, audio handed over in conversation.item.create); past it conversation_too_large; at least 1 MiB")
 	fs.DurationVar(&c.ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
 	fs.StringVar(&c.mindKind, "mind", "", "echo or openai (default: openai when --mind-url is set, else echo)")
 	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
@@ -77,6 +81,12 @@ func (c *conversationComponent) validate(*App) error {
 	}
 	if c.eventRate < 0 || (c.eventRate > 0 && c.eventBurst < 1) {
 		return errors.New("--event-rate must be >= 0 (0 = no limit) and --event-burst >= 1")
+	}
+	if c.eventBytes < 0 || (c.eventBytes > 0 && c.eventBytesBurst < session.MinEventBytesBurst) {
+		return fmt.Errorf("--event-bytes must be >= 0 (0 = no limit) and --event-bytes-burst >= %d", session.MinEventBytesBurst)
+	}
+	if c.conversationBytes < session.MinConversationBytes {
+		return fmt.Errorf("--max-conversation-bytes %d is under %d", c.conversationBytes, session.MinConversationBytes)
 	}
 	if c.ticketTTL < session.MinTicketTTL || c.ticketTTL > session.MaxTicketTTL {
 		return fmt.Errorf("--ticket-ttl %s outside %s..%s", c.ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
@@ -104,11 +114,15 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	cfg := session.Config{
 		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
-		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst, Log: app.Log.With("component", "conversation"),
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
+		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, Log: app.Log.With("component", "conversation"),
 		Engines: speechEngines(app, m),
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
+	}
+	if c.eventBytes == 0 {
+		cfg.EventBytes = -1
 	}
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets

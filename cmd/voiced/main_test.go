@@ -152,6 +152,8 @@ func TestRefusedStarts(t *testing.T) {
 		{"bad variable value", []string{"VOICED_TOKEN=t", "VOICED_MAX_SPEECH_SESSIONS=many"}, nil, 2, []string{"VOICED_MAX_SPEECH_SESSIONS"}},
 		{"bad log format", []string{"VOICED_TOKEN=t"}, []string{"--log-format", "xml"}, 2, []string{"--log-format"}},
 		{"half a TLS pair", []string{"VOICED_TOKEN=t"}, []string{"--tls-cert", filepath.Join(dir, "cert.pem")}, 1, []string{"--tls-key"}},
+		{"event bytes burst under 1 MiB", []string{"VOICED_TOKEN=t"}, []string{"--event-bytes-burst", "65536"}, 1, []string{"--event-bytes-burst"}},
+		{"conversation bytes under 1 MiB", []string{"VOICED_TOKEN=t"}, []string{"--max-conversation-bytes", "1000"}, 1, []string{"--max-conversation-bytes"}},
 		{"unknown device", []string{"VOICED_TOKEN=t"}, []string{"--device", "tpu"}, 1, []string{"unknown device"}},
 		{"corrupt mount", []string{"VOICED_TOKEN=t"}, []string{"--speech-assets", corrupt}, 1, []string{assets.SileroModel, "digest mismatch", "sha256sum -c MODELS.sha256"}},
 		{"missing mount", []string{"VOICED_TOKEN=t", "VOICED_SPEECH_ASSETS=" + filepath.Join(dir, "nowhere")}, nil, 1, []string{"nowhere", "mount directory not found"}},
