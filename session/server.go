@@ -494,13 +494,16 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName st
 }
 
 // Admit runs a conversation's admission on a request, the checks every transport shares (the
-// WebSocket handshake, a WebRTC call's offer), in order: the origin, the engines' readiness, the
-// global cap (before the credential is spent), the credential (a ticket is taken once, a JWT
-// verified), the quota, and a slot under the global and the tenant cap. Each refusal is a
-// door.Refusal with its reason; release gives the slot back (once).
+// WebSocket handshake, a WebRTC call's offer), in order: the origin, ?model='s length, the
+// engines' readiness, the global cap (before the credential is spent), the credential (a ticket
+// is taken once, a JWT verified), the quota, and a slot under the global and the tenant cap. Each
+// refusal is a door.Refusal with its reason; release gives the slot back (once).
 func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error) {
 	if err := s.cfg.Origins.Check(r); err != nil {
 		return Grant{}, nil, err
+	}
+	if model := r.URL.Query().Get("model"); len(model) > wire.MaxModelBytes { // echoed for the session's life
+		return Grant{}, nil, door.Refuse(ErrBadRequest, wire.ErrStringTooLong("model", "", wire.MaxModelBytes, len(model)).Message)
 	}
 	if err := s.cfg.Engines.ready(); err != nil {
 		return Grant{}, nil, withReason(err, door.ReasonNotWarm)
