@@ -87,6 +87,7 @@ type inputSide struct {
 type shared struct {
 	mu        sync.Mutex
 	items     []*entry
+	byID      map[string]*entry // items by id (ids are unique: item.create refuses a taken one)
 	active    *reply
 	outOfBand map[string]*reply // running out-of-band responses by id
 	held      int               // bytes the items keep (Config.ConversationBytes), and running responses' input
