@@ -80,12 +80,14 @@ type inputSide struct {
 	idleArmed bool
 	idleFrom  int64
 	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
+	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
 }
 
 // shared is what workers and the input goroutine share, under mu.
 type shared struct {
 	mu        sync.Mutex
 	items     []*entry
+	byID      map[string]*entry // items by id (ids are unique: item.create refuses a taken one)
 	active    *reply
 	outOfBand map[string]*reply // running out-of-band responses by id
 	held      int               // bytes the items keep (Config.ConversationBytes), and running responses' input
@@ -142,6 +144,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.out = make(chan frame, outQueue)
 	c.meterKick = make(chan struct{}, 1)
 	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
+	c.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
 	if model == "" {
 		c.sess.Model = "voiced"
 	}
@@ -254,8 +257,19 @@ func (c *conversation) receive(in Inbound) {
 	case in.Audio != nil:
 		c.trackAudio(in.Audio, in.AudioRate)
 	default:
-		ev, err := wire.Decode(in.Event, c.dialect)
-		if _, audio := ev.(*wire.InputAudioBufferAppend); !audio || err != nil {
+		if ev, ok := wire.DecodeAppend(in.Event); ok {
+			c.handle(ev)
+			return
+		}
+		// encoding/json is about to read it: its bytes are charged first (an append in another
+		// shape gets them back once decoded).
+		if c.overBytes(in.Event) {
+			return
+		}
+		ev, err := wire.DecodeGeneral(in.Event, c.dialect)
+		if _, audio := ev.(*wire.InputAudioBufferAppend); audio && err == nil {
+			c.srv.eventBytes.giveBack(c.grant.Principal.Subject, len(in.Event))
+		} else {
 			id := ""
 			if ev != nil {
 				id = ev.ClientEventID()
@@ -287,6 +301,23 @@ func (c *conversation) limited(eventID string) bool {
 	case abusive:
 		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.limit.rate, "burst", c.limit.burst)
 		c.closeWith(c.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
+		return true
+	}
+	return false
+}
+
+// overBytes spends a client event's bytes from its principal's budget before it is decoded
+// (ratelimit.go): true when it is over the budget, then it has been refused by name
+// (rate_limit_exceeded) without being read, or the conversation closed (1008) when the client
+// keeps sending past twice its allowance.
+func (c *conversation) overBytes(event []byte) bool {
+	switch c.bytes.take(len(event), c.srv.cfg.Now()) {
+	case dropped:
+		c.send(c.bytes.errOverBytes(wire.PeekEventID(event), len(event)))
+		return true
+	case abusive:
+		c.log.Warn("realtime client kept sending over its event bytes; closing", "bytes_per_second", c.bytes.budgets.rate, "burst", c.bytes.budgets.burst)
+		c.closeWith(c.bytes.errOverBytes(wire.PeekEventID(event), len(event)), EndPolicy, "event bytes exceeded")
 		return true
 	}
 	return false

@@ -362,7 +362,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	}
 	c.mu.Lock()
 	e.item.Content[0].Transcript = &text
-	if c.indexOf(e.item.ID) >= 0 {
+	if c.byID[e.item.ID] == e {
 		c.recount(e) // a deleted item's bytes were given back: nothing to count
 	}
 	c.mu.Unlock()

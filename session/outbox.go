@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,13 @@ import (
 // outQueue bounds the events waiting for the writer: a slow reader slows the session (the
 // senders block), it is never buffered without bound.
 const outQueue = 256
+
+// outQueueBytes bounds the bytes of those events (an event larger than it waits for an empty
+// queue and goes alone). A small client event may ask for a large one: with 512 KiB of
+// instructions and 512 KiB of tools, each session.update of a few bytes is answered with ~1 MiB,
+// and 256 of them queued for a client that reads nothing held 256 MiB. 4 MiB is many seconds of
+// reply audio ahead of a client that reads (a sentence's delta is tens of KiB).
+const outQueueBytes = 4 << 20
 
 // slowClientTimeout is how long a full queue may stay full before the conversation is ended.
 const slowClientTimeout = 10 * time.Second
@@ -29,6 +37,12 @@ type frame struct {
 type outbox struct {
 	out    chan frame  // to the writer
 	closed atomic.Bool // a close has been queued; further events are dropped
+
+	queue sync.Mutex
+	// queued is the bytes of the events handed to the writer and not yet written (outQueueBytes);
+	// drained is closed, and replaced, each time the writer writes one. Under queue.
+	queued  int
+	drained chan struct{}
 }
 
 // writeLoop is the only goroutine that writes to the transport, on the session's context.
@@ -48,8 +62,13 @@ func (c *conversation) writeLoop() {
 			// (idle, drain) queued behind the stuck write would never be reached.
 			wctx, done := context.WithTimeout(c.ctx, slowClientTimeout)
 			err := c.t.Send(wctx, f.data)
+			stuck := c.ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
 			done()
+			c.dequeued(len(f.data))
 			if err != nil {
+				if stuck {
+					c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
+				}
 				c.cancel()
 				return
 			}
@@ -77,21 +96,67 @@ func (c *conversation) send(ev wire.ServerEvent) {
 	if _, audio := ev.(wire.ResponseAudioDelta); audio {
 		c.answered()
 	}
+	c.enqueue(frame{data: b})
+}
+
+// enqueue hands f to the writer: it waits while outQueueBytes are queued (the writer, which ends
+// the conversation when one write takes slowClientTimeout, makes room), then while outQueue
+// events are (for slowClientTimeout, then it ends the conversation). False when f was not queued.
+func (c *conversation) enqueue(f frame) bool {
+	for !c.makeRoom(len(f.data)) {
+		c.queue.Lock()
+		drained := c.drained
+		c.queue.Unlock()
+		select {
+		case <-drained:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
 	select {
-	case c.out <- frame{data: b}:
-		return
+	case c.out <- f:
+		return true
 	default:
 	}
 	// The queue is full: the client reads slower than we speak. Wait a while, then end it.
 	stall := time.NewTimer(slowClientTimeout)
 	defer stall.Stop()
 	select {
-	case c.out <- frame{data: b}:
+	case c.out <- f:
+		return true
 	case <-c.ctx.Done():
 	case <-stall.C:
 		c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
 		c.cancel()
 	}
+	c.dequeued(len(f.data))
+	return false
+}
+
+// makeRoom counts n bytes toward outQueueBytes: false when they do not fit (an empty queue takes
+// anything).
+func (c *conversation) makeRoom(n int) bool {
+	c.queue.Lock()
+	defer c.queue.Unlock()
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+	}
+	if c.queued > 0 && c.queued+n > outQueueBytes {
+		return false
+	}
+	c.queued += n
+	return true
+}
+
+// dequeued gives back n bytes reserved, and wakes the senders waiting for room.
+func (c *conversation) dequeued(n int) {
+	c.queue.Lock()
+	defer c.queue.Unlock()
+	c.queued -= n
+	if c.drained != nil {
+		close(c.drained)
+	}
+	c.drained = make(chan struct{})
 }
 
 // sendWritten sends ev and waits until the writer has written it (or the session ends): for
@@ -108,9 +173,7 @@ func (c *conversation) sendWritten(ev wire.ServerEvent) {
 		return
 	}
 	f := frame{data: b, written: make(chan struct{})}
-	select {
-	case c.out <- f:
-	case <-c.ctx.Done():
+	if !c.enqueue(f) {
 		return
 	}
 	select {

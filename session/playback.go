@@ -77,7 +77,7 @@ func (c *conversation) clearPlayback(asked bool) {
 	c.playing = playback{queued: played, gen: p.gen + 1}
 	cutAny := p.msg != nil && played < p.start+int64(p.sent)
 	var truncated *wire.ConversationItemTruncated
-	if cutAny && !p.msg.truncated && c.indexOf(p.msg.item.ID) >= 0 && len(p.msg.item.Content) > 0 &&
+	if cutAny && !p.msg.truncated && c.byID[p.msg.item.ID] == p.msg && len(p.msg.item.Content) > 0 &&
 		p.msg.item.Content[0].Type == wire.OutputAudio {
 		spoken := p.msg.spoken
 		if p.piece != "" {

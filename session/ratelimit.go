@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/voiced/voiced/wire"
@@ -80,4 +81,146 @@ func (l *eventLimiter) errRateLimited(eventID string) *wire.Error {
 		Message: fmt.Sprintf("Too many client events: this connection may send %g a second (%g at once; "+
 			"input_audio_buffer.append is not counted). The event was dropped; keep sending this fast and the session is closed.",
 			l.rate, l.burst)}
+}
+
+// Client event bytes: a token bucket per principal, in bytes.
+//
+// The event rate counts events, not their size, and encoding/json reads a large event several
+// times over: one 12 MiB response.create cost the server 470 ms of CPU (the built binary, this
+// repository's test box; 845 ms measured elsewhere), so a client sending such events at any event
+// rate kept a core busy. Every client event but an input_audio_buffer.append now spends its bytes
+// from its principal's budget before it is decoded; over it the event is refused by name without
+// being read. Appends are not charged: their audio is bounded by --session-limit, and the flat
+// shape every client sends is read without encoding/json (wire.DecodeAppend); one that is not is
+// charged until it has decoded as an append, then given back.
+//
+// The budget is the principal's (its JWT subject), on this node, not the connection's: a client
+// closed for flooding that reconnects finds its budget as it left it.
+const (
+	// DefaultEventBytes is the bytes a principal's events may carry per second, sustained: at
+	// encoding/json's ~25 MB/s, about 4% of a core. A client's own traffic is far under it: a
+	// session.update with the longest instructions and tools wire allows is ~1 MiB, once; a text
+	// turn's item.create and response.create are a few KiB.
+	DefaultEventBytes = 1 << 20
+	// DefaultEventBytesBurst is how many bytes it may send at once: the socket's ReadLimit, so a
+	// principal that has not spent its budget may send any one event the socket accepts (an
+	// item.create restoring a minute of past audio is 2.9 MB of base64; an input_image data URI
+	// a few MB).
+	DefaultEventBytesBurst = ReadLimit
+	// MinEventBytesBurst is the smallest burst the Config accepts: below it the longest
+	// session.update wire allows (instructions and tools, 512 KiB each) could never be sent.
+	MinEventBytesBurst = 1 << 20
+)
+
+// byteBudgets holds each principal's bucket of event bytes; safe from any goroutine.
+type byteBudgets struct {
+	rate, burst float64 // bytes per second, at once; rate <= 0: no limit
+
+	mu      sync.Mutex
+	buckets map[string]*tokenBucket // by principal (JWT subject)
+	swept   int                     // len(buckets) after the last sweep
+}
+
+func newByteBudgets(rate, burst int) *byteBudgets {
+	return &byteBudgets{rate: float64(rate), burst: float64(burst), buckets: map[string]*tokenBucket{}}
+}
+
+// take spends n bytes of principal's budget at now; false, spending nothing, when fewer are left.
+func (b *byteBudgets) take(principal string, n int, now time.Time) bool {
+	if b.rate <= 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := b.buckets[principal]
+	if k == nil {
+		// The map holds the principals seen within burst/rate (16 s by default) of their last
+		// event; sweeping when it has doubled keeps that amortised O(1) an event.
+		if len(b.buckets) >= 2*b.swept+64 {
+			b.sweep(now)
+		}
+		k = &tokenBucket{tokens: b.burst, last: now}
+		b.buckets[principal] = k
+	}
+	return k.take(float64(n), now, b.rate, b.burst)
+}
+
+// giveBack returns n bytes taken from principal's budget (an event that decoded as an append).
+func (b *byteBudgets) giveBack(principal string, n int) {
+	if b.rate <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if k := b.buckets[principal]; k != nil {
+		k.tokens = min(b.burst, k.tokens+float64(n))
+	}
+}
+
+// sweep forgets the principals whose bucket is full again: a new one is the same.
+func (b *byteBudgets) sweep(now time.Time) {
+	for p, k := range b.buckets {
+		if k.tokens+now.Sub(k.last).Seconds()*b.rate >= b.burst {
+			delete(b.buckets, p)
+		}
+	}
+	b.swept = len(b.buckets)
+}
+
+// tokenBucket holds tokens that refill at a rate up to a burst; its owner serialises its use.
+type tokenBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// take refills the bucket to now, then spends n tokens: false, spending nothing, when fewer are
+// there.
+func (k *tokenBucket) take(n float64, now time.Time, rate, burst float64) bool {
+	if since := now.Sub(k.last); since > 0 {
+		k.tokens = min(burst, k.tokens+since.Seconds()*rate)
+		k.last = now
+	}
+	if k.tokens < n {
+		return false
+	}
+	k.tokens -= n
+	return true
+}
+
+// byteLimiter is one connection's side of its principal's byte budget, owned by the input
+// goroutine: an event over the budget is dropped and answered with an error event; the drops have
+// a bucket of their own (the budget's rate and burst, in bytes), and a connection that keeps
+// sending once it is empty is closed (1008), as the event rate's are.
+type byteLimiter struct {
+	budgets   *byteBudgets
+	principal string
+	strikes   tokenBucket
+}
+
+func newByteLimiter(b *byteBudgets, principal string, now time.Time) byteLimiter {
+	return byteLimiter{budgets: b, principal: principal, strikes: tokenBucket{tokens: b.burst, last: now}}
+}
+
+// take spends an event of n bytes at now.
+func (l *byteLimiter) take(n int, now time.Time) verdict {
+	if l.budgets.take(l.principal, n, now) {
+		return allowed
+	}
+	// An event over the burst can never pass: it is refused, and strikes the whole bucket.
+	if l.strikes.take(min(float64(n), l.budgets.burst), now, l.budgets.rate, l.budgets.burst) {
+		return dropped
+	}
+	return abusive
+}
+
+// errOverBytes is the error event for an event dropped over the byte budget.
+func (l *byteLimiter) errOverBytes(eventID string, n int) *wire.Error {
+	what := "was dropped unread; keep sending this much and the session is closed"
+	if float64(n) > l.budgets.burst {
+		what = "can never be accepted: it was dropped unread"
+	}
+	return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeRateLimited, EventID: eventID,
+		Message: fmt.Sprintf("Too many bytes in client events: this principal may send %s a second in events other than "+
+			"input_audio_buffer.append (%s at once). This event carries %s and %s.",
+			sizeText(int(l.budgets.rate)), sizeText(int(l.budgets.burst)), sizeText(n), what)}
 }

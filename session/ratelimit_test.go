@@ -162,3 +162,121 @@ func TestOutOfBandCap(t *testing.T) {
 	c.send(map[string]any{"type": "response.create", "response": map[string]any{"conversation": "none"}})
 	c.until("response.done")
 }
+
+func TestByteBudgets(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := newByteBudgets(100, 300)
+	for i, step := range []struct {
+		who  string
+		n    int
+		at   time.Duration
+		want bool
+	}{
+		{"a", 200, 0, true},
+		{"a", 200, 0, false}, // 100 left: nothing spent
+		{"a", 100, 0, true},
+		{"b", 300, 0, true}, // a budget per principal
+		{"a", 150, time.Second, false},
+		{"a", 150, 1500 * time.Millisecond, true},
+		{"a", 300, time.Hour, true}, // the refill stops at the burst
+		{"a", 1, time.Hour, false},
+		{"c", 301, time.Hour, false}, // over the burst: never
+	} {
+		if got := b.take(step.who, step.n, t0.Add(step.at)); got != step.want {
+			t.Fatalf("step %d: %s takes %d at %v: %v, want %v", i, step.who, step.n, step.at, got, step.want)
+		}
+	}
+	b.giveBack("a", 120)
+	if !b.take("a", 120, t0.Add(time.Hour)) || b.take("a", 1, t0.Add(time.Hour)) {
+		t.Fatal("giveBack did not return exactly what was taken")
+	}
+	if off := newByteBudgets(-1, 0); !off.take("a", 1<<30, t0) {
+		t.Fatal("a negative rate is no limit")
+	}
+
+	// The map forgets the principals whose bucket is full again.
+	b = newByteBudgets(1000, 1000)
+	for i := range 10000 {
+		b.take(fmt.Sprint("p", i), 1000, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	if n := len(b.buckets); n > 2100 { // ~1000 spent in the last second, and what grew since the last sweep
+		t.Fatalf("%d principals kept, want those of the last second or two", n)
+	}
+}
+
+// TestEventBytesLimit: every client event but an append spends its bytes from its principal's
+// budget before it is decoded; over it the event is refused by name (rate_limit_exceeded, naming
+// its event_id) unread; appends are not charged (one in a shape the fast path does not read is
+// charged, then given back); the budget refills with the clock and is the principal's, across its
+// connections; a connection that keeps sending past twice the allowance is closed with 1008.
+func TestEventBytesLimit(t *testing.T) {
+	leakCheck(t)
+	const burst = 1 << 20
+	ts := newTestServer(t, Config{EventBytes: burst, EventBytesBurst: burst,
+		Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}}})
+	long := strings.Repeat("x", 400<<10) // an event of ~400 KiB
+	update := func(c *client, id string) {
+		c.send(map[string]any{"type": "session.update", "event_id": id, "session": map[string]any{"instructions": long}})
+	}
+	refused := func(c *client, id string) map[string]any {
+		t.Helper()
+		e := c.expectError(codeRateLimited)
+		if e["event_id"] != id || e["type"] != "invalid_request_error" || !strings.Contains(e["message"].(string), "bytes") {
+			t.Fatalf("refusal %v, want invalid_request_error naming %s and the byte budget", e, id)
+		}
+		return e
+	}
+	c := ts.open(t)
+	update(c, "evt_1")
+	update(c, "evt_2")
+	c.expect("session.updated", "session.updated")
+	update(c, "evt_3") // 400 KiB over the ~224 left
+	refused(c, "evt_3")
+	audio := fmt.Sprint(appendEvent(pcm24(2000, false))["audio"]) // 128 KiB of base64
+	for range 10 {                                                // appends are not charged
+		c.sendRaw(`{"type":"input_audio_buffer.append","audio":"` + audio + `"}`)
+	}
+	for range 4 { // nor one the fast path does not read: charged until it has decoded, then given back
+		c.sendRaw(`{"type":"input_audio_buffer.append","audio":"` + audio + `","x":1}`)
+	}
+	c.send(map[string]any{"type": "input_audio_buffer.clear", "event_id": "evt_small"})
+	c.expect("input_audio_buffer.cleared")
+
+	ts.clock.Advance(time.Second) // the budget refills: 1 MiB
+	update(c, "evt_3b")
+	update(c, "evt_3c")
+	c.expect("session.updated", "session.updated")
+
+	other := ts.open(t) // the same principal: what evt_3b and c spent is spent here too
+	update(other, "evt_4")
+	refused(other, "evt_4")
+	code, out := ts.post(t, "/v1/voice/session", token(t, ts.clock, map[string]any{"sub": "user-2", "org": "org-b"}), nil, nil)
+	if code != 200 {
+		t.Fatalf("mint: %d %v", code, out)
+	}
+	c2, _, err := ts.dial(t, "/v1/voice?ticket="+out["ticket"].(string), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.expect("session.created")
+	update(c2, "evt_5") // another principal's budget is its own
+	c2.expect("session.updated")
+
+	// An event over the burst can never pass: it says so.
+	c2.send(map[string]any{"type": "conversation.item.create", "event_id": "evt_big", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": strings.Repeat("y", 2<<20)}}}})
+	if e := refused(c2, "evt_big"); !strings.Contains(e["message"].(string), "never") {
+		t.Fatalf("over the burst: %v, want it to say it can never be accepted", e)
+	}
+
+	// evt_4 spent 400 KiB of other's strikes, evt_6 400 more: the next one closes it, its refusal first.
+	update(other, "evt_6")
+	refused(other, "evt_6")
+	update(other, "evt_7")
+	refused(other, "evt_7")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := other.conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("close %v, want 1008 after the client kept sending over its byte budget", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -335,8 +336,8 @@ func (c *conversation) context(input []wire.Item) []wire.Item {
 	var out []wire.Item
 	for _, it := range input {
 		if it.Type == wire.ItemReference {
-			if i := c.indexOf(it.ID); i >= 0 {
-				out = append(out, cloneItem(c.items[i].item))
+			if e := c.byID[it.ID]; e != nil {
+				out = append(out, cloneItem(e.item))
 			}
 			continue
 		}
@@ -636,12 +637,12 @@ func (run *replyRun) finish(err error) {
 		if e == run.msg && !e.truncated {
 			e.item.Content = []wire.ContentPart{run.contentPart()}
 		}
-		if !r.outOfBand && c.indexOf(e.item.ID) >= 0 {
+		if !r.outOfBand && c.byID[e.item.ID] == e {
 			c.recount(e) // the reply's text and calls, now whole
 		}
 		it := cloneItem(e.item)
 		prev := ""
-		if j := c.indexOf(e.item.ID); j > 0 {
+		if j := slices.Index(c.items, e); j > 0 {
 			prev = c.items[j-1].item.ID
 		}
 		c.mu.Unlock()

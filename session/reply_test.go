@@ -210,7 +210,7 @@ func TestKeptAudioIsBounded(t *testing.T) {
 	c := &conversation{}
 	item := func(id string) *entry {
 		e := &entry{item: wire.Item{ID: id, Type: wire.ItemMessage, Role: wire.RoleAssistant}}
-		c.items = append(c.items, e)
+		c.appendEntry(e, "")
 		return e
 	}
 	minute := make([]byte, 60*8000) // one minute of G.711

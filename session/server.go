@@ -63,6 +63,12 @@ type Config struct {
 	// once. Zero takes DefaultEventRate / DefaultEventBurst; a negative EventRate turns it off.
 	EventRate  float64
 	EventBurst int
+	// EventBytes and EventBytesBurst bound the bytes of a principal's client events other than
+	// appends, before they are decoded (ratelimit.go): EventBytes a second sustained,
+	// EventBytesBurst at once (at least MinEventBytesBurst). Zero takes DefaultEventBytes /
+	// DefaultEventBytesBurst; a negative EventBytes turns it off.
+	EventBytes      int
+	EventBytesBurst int
 	// ConversationBytes bounds what one conversation's items keep (items.go); zero takes
 	// DefaultConversationBytes.
 	ConversationBytes int
@@ -95,6 +101,8 @@ type Server struct {
 	log *slog.Logger
 
 	metrics *metrics // metrics.go
+	// eventBytes is each principal's budget of client event bytes (Config.EventBytes)
+	eventBytes *byteBudgets
 
 	gate  *door.Gate   // --max-conversations, and --max-per-tenant per tenant
 	mints *mintLimiter // --ticket-mint-rate per principal
@@ -135,8 +143,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventBurst == 0 {
 		cfg.EventBurst = DefaultEventBurst
 	}
+	if cfg.EventBytes == 0 {
+		cfg.EventBytes = DefaultEventBytes
+	}
+	if cfg.EventBytesBurst == 0 {
+		cfg.EventBytesBurst = DefaultEventBytesBurst
+	}
+	if cfg.EventBytes > 0 && cfg.EventBytesBurst < MinEventBytesBurst {
+		return nil, fmt.Errorf("session: the event bytes burst %d is under %d", cfg.EventBytesBurst, MinEventBytesBurst)
+	}
 	if cfg.ConversationBytes == 0 {
 		cfg.ConversationBytes = DefaultConversationBytes
+	}
+	if cfg.ConversationBytes < MinConversationBytes {
+		return nil, fmt.Errorf("session: conversation bytes %d under %d", cfg.ConversationBytes, MinConversationBytes)
 	}
 	if cfg.EventRate > 0 && cfg.EventBurst < 1 {
 		return nil, errors.New("session: the event burst must be at least 1")
@@ -161,7 +181,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Engines.Mind = mind.Echo{}
 	}
 	gate := door.NewGate(cfg.MaxConversations, ErrCapacity).PerKey(cfg.MaxPerTenant, ErrTenantCapacity)
-	return &Server{cfg: cfg, log: cfg.Log, gate: gate, mints: newMintLimiter(cfg.TicketMintRate, burst), metrics: newMetrics()}, nil
+	return &Server{cfg: cfg, log: cfg.Log, gate: gate, mints: newMintLimiter(cfg.TicketMintRate, burst), metrics: newMetrics(),
+		eventBytes: newByteBudgets(cfg.EventBytes, cfg.EventBytesBurst)}, nil
 }
 
 // Wait blocks until every conversation has ended (after the listener closed).
@@ -466,10 +487,10 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName st
 }
 
 // Admit runs a conversation's admission on a request, the checks every transport shares (the
-// WebSocket handshake, a WebRTC call's offer), in order: the origin, the engines' readiness, the
-// global cap (before the credential is spent), the credential (a ticket is taken once, a JWT
-// verified), the quota, and a slot under the global and the tenant cap. Each refusal is a
-// door.Refusal with its reason; release gives the slot back (once).
+// WebSocket handshake, a WebRTC call's offer), in order: the origin, ?model='s length, the
+// engines' readiness, the global cap (before the credential is spent), the credential (a ticket
+// is taken once, a JWT verified), the quota, and a slot under the global and the tenant cap. Each
+// refusal is a door.Refusal with its reason; release gives the slot back (once).
 func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error) {
 	return s.admit(r, s.cfg.Tickets.Take)
 }
@@ -505,6 +526,9 @@ func (s *Server) AdmitCall(r *http.Request) (grant Grant, release func(), redeem
 func (s *Server) admit(r *http.Request, look func(context.Context, string) (Grant, error)) (grant Grant, release func(), err error) {
 	if err := s.cfg.Origins.Check(r); err != nil {
 		return Grant{}, nil, err
+	}
+	if model := r.URL.Query().Get("model"); len(model) > wire.MaxModelBytes { // echoed for the session's life
+		return Grant{}, nil, door.Refuse(ErrBadRequest, wire.ErrStringTooLong("model", "", wire.MaxModelBytes, len(model)).Message)
 	}
 	if err := s.cfg.Engines.ready(); err != nil {
 		return Grant{}, nil, withReason(err, door.ReasonNotWarm)

@@ -379,7 +379,8 @@ func TestFaultsEventRate(t *testing.T) {
 // item.create is refused by name and the server's RSS stays bounded; deleting items makes room.
 func TestFaultsItemFlood(t *testing.T) {
 	checkLeaks(t)
-	s := startRealtime(t, serverOpts{})
+	// The byte budget off (160 MiB of events): this test proves the conversation's cap.
+	s := startRealtime(t, serverOpts{Args: []string{"--event-bytes", "0"}})
 	c := s.dialRealtime(t, s.jwt("faults-items-"+randHex(4), ""), true)
 	c.until("session.created", nil)
 	base := s.rssKiB(t)

@@ -18,7 +18,9 @@ import (
 // answers a text turn after.
 func TestFaultsItemBytes(t *testing.T) {
 	checkLeaks(t)
-	s := startRealtime(t, serverOpts{})
+	// The byte budget off (60 events of 4 MiB are 15 times its burst): this test proves the
+	// conversation's cap; TestFaultsEventBytes proves the budget.
+	s := startRealtime(t, serverOpts{Args: []string{"--event-bytes", "0"}})
 	const n = 60
 	big := strings.Repeat("x", 4<<20)
 	audio := base64.StdEncoding.EncodeToString(make([]byte, 4<<20)) // 4 MiB of pcm16 silence (87 s)

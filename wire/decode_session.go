@@ -75,7 +75,7 @@ func decodeCommonKey(p *SessionPatch, k string, raw json.RawMessage, id string) 
 	param := "session." + k
 	switch k {
 	case "model":
-		p.Model, err = fieldOf(raw, param, id, parseString)
+		p.Model, err = fieldOf(raw, param, id, parseModel)
 	case "instructions":
 		p.Instructions, err = fieldOf(raw, param, id, parseInstructions)
 	case "tools":
@@ -583,6 +583,15 @@ func parseVoice(raw json.RawMessage, param, id string) (string, *Error) {
 	}
 	if err == nil {
 		err = boundString(s, param, id, MaxNameBytes)
+	}
+	return s, err
+}
+
+// parseModel reads a model name, within MaxModelBytes.
+func parseModel(raw json.RawMessage, param, id string) (string, *Error) {
+	s, err := parseString(raw, param, id)
+	if err == nil {
+		err = boundString(s, param, id, MaxModelBytes)
 	}
 	return s, err
 }

@@ -1,10 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -550,6 +552,53 @@ func TestDecodeAgentsJSSessionUpdates(t *testing.T) {
 			}
 			if !reflect.DeepEqual(s, want) {
 				t.Errorf("\n got %+v\nwant %+v", s, want)
+			}
+		})
+	}
+}
+
+// TestDecodeAppendEscapes: the fast path reads appends whose audio escapes base64's characters as
+// common encoders do (PHP's json_encode escapes '/', .NET's System.Text.Json '+'), so those
+// clients' audio is not read by encoding/json (nor charged to the session's byte budget); any
+// other escape is left to the general path. Both paths give the same event.
+func TestDecodeAppendEscapes(t *testing.T) {
+	pcm := make([]byte, 3000)
+	for i := range pcm {
+		pcm[i] = byte(i * 7)
+	}
+	b64 := base64.StdEncoding.EncodeToString(pcm)
+	for _, tt := range []struct {
+		name  string
+		audio string
+		fast  bool
+	}{
+		{"plain", b64, true},
+		{"PHP", strings.ReplaceAll(b64, "/", `\/`), true},
+		{".NET", strings.ReplaceAll(b64, "+", `\u002B`), true},
+		{"lower-case hex", strings.ReplaceAll(b64, "+", `\u002b`), true},
+		{"an escaped letter", `\u0041` + b64[1:], true},
+		{"a newline escape", b64[:4] + `\n` + b64[4:], false},
+		{"an escape of something not base64", b64[:4] + `\u0040` + b64[4:], false},
+		{"a cut escape", b64 + `\u00`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := []byte(`{"type":"input_audio_buffer.append","event_id":"e1","audio":"` + tt.audio + `"}`)
+			fast, ok := DecodeAppend(data)
+			if ok != tt.fast {
+				t.Fatalf("fast path %v, want %v", ok, tt.fast)
+			}
+			general, err := DecodeGeneral(data, GA)
+			if ok {
+				if err != nil || !reflect.DeepEqual(general, ClientEvent(fast)) {
+					t.Fatalf("fast %+v, general %+v, %v", fast, general, err)
+				}
+				want := pcm
+				if tt.name == "an escaped letter" {
+					want, _ = base64.StdEncoding.DecodeString("A" + b64[1:])
+				}
+				if !bytes.Equal(fast.Audio, want) {
+					t.Fatal("audio differs")
+				}
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,8 @@ var fuzzSeeds = []string{
 	`{"type":"response.cancel"}`,
 	`{"type":"input_audio_buffer.append","event_id":"e\u0031","audio":"AQD/fw=="}`,
 	` { "audio" : "AQD/fw" , "type":"input_audio_buffer.append" } `,
+	`{"type":"input_audio_buffer.append","audio":"AQD\/fw\u002b\u002B\u003D"}`,
+	`{"type":"input_audio_buffer.append","audio":"AQD\u0041\n"}`,
 	`{"type":5}`, `[]`, `null`, `{"type":"session.update","session":{"audio":{"input":null}}}`, `{`,
 }
 
@@ -119,4 +122,33 @@ func BenchmarkEncodeAudioDelta100ms(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzPeekEventID: PeekEventID never panics, and on a valid JSON object it finds the event_id
+// encoding/json finds (the last member of that name) whenever that id may be echoed as is.
+func FuzzPeekEventID(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{`{"event_id":"a","event_id":"b"}`, `{"x":{"event_id":"no"},"event_id":"yes"}`,
+		`{"x":"q\"uo\\\\","event_id":"e"}`, `{"event_id":"e\u0031"}`, `{"event_id":5}`, `{"a":[1,{"b":[]}],"event_id":"e"} `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := PeekEventID(data)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		var want string
+		raw, ok := m["event_id"]
+		if ok && json.Unmarshal(raw, &want) == nil && !bytes.Contains(raw, []byte(`\`)) &&
+			len(want) <= MaxIDBytes && printableASCII([]byte(want)) {
+			if got != want {
+				t.Fatalf("PeekEventID %q, want %q", got, want)
+			}
+		} else if got != "" {
+			t.Fatalf("PeekEventID %q of an id it may not echo (%s)", got, raw)
+		}
+	})
 }

@@ -13,6 +13,11 @@ const (
 	// call_id, response_id, item_reference ids. OpenAI's own ids are ~30 characters and clients
 	// send UUIDs (36) or prefixed ones; 256 is far past any of them.
 	MaxIDBytes = 256
+	// MaxModelBytes bounds a model name (the handshake's ?model=, a minted session's model): it is
+	// only echoed (session.model), never used. OpenAI's are under 40 characters
+	// ("gpt-4o-mini-realtime-preview-2024-12-17"); 256, as for ids, leaves room for any
+	// provider/repository:tag name a client is configured with.
+	MaxModelBytes = 256
 	// MaxNameBytes bounds a function's name (tools, tool_choice, function_call items) and a
 	// voice: OpenAI allows 64 characters for function names; voice names are shorter.
 	MaxNameBytes = 64

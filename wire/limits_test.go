@@ -54,6 +54,10 @@ func TestDecodeBounds(t *testing.T) {
 			json: func(n int) string {
 				return `{"type":"conversation.item.create","item":{"type":"function_call_output","call_id":` + q(long(n)) + `,"output":"1"}}`
 			}},
+		{name: "session.model", bound: MaxModelBytes, code: CodeStringTooLong, param: "session.model", wantEventID: "e1",
+			json: func(n int) string {
+				return `{"type":"session.update","event_id":"e1","session":{"model":` + q(long(n)) + `}}`
+			}},
 		{name: "function_call name", bound: MaxNameBytes, code: CodeStringTooLong, param: "item.name",
 			json: func(n int) string {
 				return `{"type":"conversation.item.create","item":{"type":"function_call","name":` + q(long(n)) + `,"arguments":"{}"}}`

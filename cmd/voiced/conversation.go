@@ -38,7 +38,8 @@ type conversationComponent struct {
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
 	eventRate, ticketMintRate                               float64
-	eventBurst                                              int
+	eventBurst, eventBytes, eventBytesBurst                 int
+	conversationBytes                                       int
 	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
 
@@ -59,6 +60,9 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", session.DefaultIdleTimeout, "a conversation that sends nothing for this long is closed")
 	fs.Float64Var(&c.eventRate, "event-rate", session.DefaultEventRate, "client events a realtime connection may send per second (input_audio_buffer.append not counted); over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
 	fs.IntVar(&c.eventBurst, "event-burst", session.DefaultEventBurst, "client events a realtime connection may send at once (the rate limit's bucket)")
+	fs.IntVar(&c.eventBytes, "event-bytes", session.DefaultEventBytes, "bytes a principal's realtime client events other than input_audio_buffer.append may carry per second, charged before they are decoded; over it rate_limit_exceeded, past twice the allowance close 1008; 0 = no limit")
+	fs.IntVar(&c.eventBytesBurst, "event-bytes-burst", session.DefaultEventBytesBurst, "bytes those events may carry at once (the byte budget's bucket; at least 1 MiB): a bigger event is never accepted")
+	fs.IntVar(&c.conversationBytes, "max-conversation-bytes", session.DefaultConversationBytes, "bytes one conversation's items may keep (ids, text, transcripts, arguments, image URIs, audio handed over in conversation.item.create); past it conversation_too_large; at least 1 MiB")
 	fs.DurationVar(&c.ticketTTL, "ticket-ttl", session.DefaultTicketTTL, "default lifetime of a ticket (a request may ask 5s..10m)")
 	fs.IntVar(&c.maxTicketsPerPrincipal, "max-tickets-per-principal", session.DefaultMaxTicketsPerPrincipal, "unused, unexpired tickets one principal (JWT sub) may hold; a mint past it: 429 too_many_tickets")
 	fs.Float64Var(&c.ticketMintRate, "ticket-mint-rate", session.DefaultTicketMintRate, "tickets a second one principal may mint, sustained (bursts up to --max-tickets-per-principal); over it 429 ticket_rate_exceeded; 0 = no limit")
@@ -79,6 +83,12 @@ func (c *conversationComponent) validate(*App) error {
 	}
 	if c.eventRate < 0 || (c.eventRate > 0 && c.eventBurst < 1) {
 		return errors.New("--event-rate must be >= 0 (0 = no limit) and --event-burst >= 1")
+	}
+	if c.eventBytes < 0 || (c.eventBytes > 0 && c.eventBytesBurst < session.MinEventBytesBurst) {
+		return fmt.Errorf("--event-bytes must be >= 0 (0 = no limit) and --event-bytes-burst >= %d", session.MinEventBytesBurst)
+	}
+	if c.conversationBytes < session.MinConversationBytes {
+		return fmt.Errorf("--max-conversation-bytes %d is under %d", c.conversationBytes, session.MinConversationBytes)
 	}
 	if c.ticketTTL < session.MinTicketTTL || c.ticketTTL > session.MaxTicketTTL {
 		return fmt.Errorf("--ticket-ttl %s outside %s..%s", c.ticketTTL, session.MinTicketTTL, session.MaxTicketTTL)
@@ -109,7 +119,8 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	cfg := session.Config{
 		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
-		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst, Log: app.Log.With("component", "conversation"),
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
+		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
 		Engines: speechEngines(app, m),
 	}
@@ -118,6 +129,9 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	}
 	if c.ticketMintRate == 0 {
 		cfg.TicketMintRate = -1 // likewise
+	}
+	if c.eventBytes == 0 {
+		cfg.EventBytes = -1
 	}
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets
