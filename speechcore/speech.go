@@ -143,10 +143,20 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer d.svc.opened("speech")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 
-	flusher, _ := w.(http.Flusher)
+	// Each body write has ttsWriteTimeout, as a socket's frames do: a client that stops reading
+	// holds its speech slot and one chunk of audio that long, not for ever (net/http's server
+	// sets no write deadline of its own here; this one also outlives any it would set for the
+	// whole response, which a long text's audio could not meet).
+	rc := http.NewResponseController(w)
+	write := func(b []byte) error {
+		rc.SetWriteDeadline(time.Now().Add(ttsWriteTimeout)) // unsupported only where there is no conn to bound
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("%w: %w", errBodyWrite, err)
+		}
+		return nil
+	}
 	pieceStart := time.Now()
 	started := false
-	var writeErr error // the client's side failed (it went away): not the server's fault
 	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
 		d.svc.ObserveSynthesis(time.Since(pieceStart))
 		if !started {
@@ -159,34 +169,40 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Sample-Rate", fmt.Sprint(kokoro.SampleRate))
 			w.WriteHeader(http.StatusOK)
 			if format == "wav" {
-				if _, err := w.Write(audio.WAVHeader(kokoro.SampleRate, 1, 16, audio.UnknownLength)); err != nil {
-					writeErr = err
+				if err := write(audio.WAVHeader(kokoro.SampleRate, 1, 16, audio.UnknownLength)); err != nil {
 					return err
 				}
 			}
 		}
-		if _, err := w.Write(audio.Int16ToBytes(c.PCM)); err != nil {
-			writeErr = err
+		if err := write(audio.Int16ToBytes(c.PCM)); err != nil {
 			return err
 		}
 		d.svc.spoken(float64(len(c.PCM)) / kokoro.SampleRate)
 		pieceStart = time.Now()
-		if flusher != nil {
-			flusher.Flush()
+		rc.SetWriteDeadline(time.Now().Add(ttsWriteTimeout))
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return fmt.Errorf("%w: %w", errBodyWrite, err)
 		}
 		return nil
 	})
 	switch {
 	case err == nil:
-	case !started && r.Context().Err() == nil:
+	case errors.Is(err, errBodyWrite):
+		// The client hung up or stopped reading for ttsWriteTimeout: its doing, not a failure.
+		d.svc.log.Warn("speech: the client stopped reading; response cut", "err", err)
+		panic(http.ErrAbortHandler)
+	case r.Context().Err() != nil: // the client is gone: nobody to answer
+	case !started:
 		writeSpeechError(w, synthesisError(err), "input")
-	case started && r.Context().Err() == nil && writeErr != nil:
-		d.svc.log.Warn("speech: the client stopped taking the response", "err", err)
-	case started && r.Context().Err() == nil:
+	default:
 		d.svc.log.Error("speech: synthesis failed mid-response", "err", err)
 		panic(http.ErrAbortHandler) // the client sees a cut body, not a clean end
 	}
 }
+
+// errBodyWrite marks a failed write of /v1/audio/speech's body: the client is gone or stopped
+// reading.
+var errBodyWrite = errors.New("write the response body")
 
 // speechVoice maps a request's voice: "" and OpenAI's names are the default voice; a mounted
 // voice is itself; anything else is refused by name, listing the mounted voices.

@@ -36,6 +36,15 @@ const (
 	ttsDrainLimit   = 64 << 20
 	ttsWriteTimeout = 10 * time.Second
 	ttsQueueFrames  = 16
+	// ttsQueueBytes bounds the audio a speaking socket has waiting for its writer (queued or being
+	// written): once this much waits, the producer (the read loop of /v1/synthesize, the speak
+	// stream's speaker) stops before its next synthesis until the client reads: backpressure,
+	// nothing is dropped. A socket so holds less than ttsQueueBytes plus one chunk of audio (at
+	// most kokoro.MaxPhonemes' worth, one model call). 1 MiB is 22 s of audio, more than a
+	// client needs buffered ahead of playback; the kernel's send buffer holds more still. Before
+	// it the queue was bounded by frames only: 8 (synthesize) or 16 (speak) chunks of up to
+	// ~1.6 MB each, per socket.
+	ttsQueueBytes = 1 << 20
 )
 
 // Refusals of the speaking doors, by name. In a socket they arrive as
@@ -170,6 +179,7 @@ type wsOut struct {
 	written chan struct{} // a barrier: closed when the writer reaches it (nothing is written)
 	typ     websocket.MessageType
 	data    []byte
+	pcm     []int16 // a binary frame of audio, counted in the writer's queued bytes
 	close   bool
 	code    websocket.StatusCode
 	reason  string
@@ -183,10 +193,15 @@ type socketWriter struct {
 	gen  atomic.Int64 // current generation
 	// sent is told the seconds of each audio frame written (the meter's spoken seconds); may be nil.
 	sent func(seconds float64)
+	// queued is the audio, in bytes, sent to the writer and not yet written or dropped; drained
+	// (capacity 1) is poked each time it falls. One producer waits on it (pcm).
+	queued  atomic.Int64
+	drained chan struct{}
 }
 
 func newSocketWriter(conn *websocket.Conn, log *slog.Logger, sent func(seconds float64)) *socketWriter {
-	return &socketWriter{conn: conn, log: log, out: make(chan wsOut, ttsQueueFrames), sent: sent}
+	return &socketWriter{conn: conn, log: log, out: make(chan wsOut, ttsQueueFrames), sent: sent,
+		drained: make(chan struct{}, 1)}
 }
 
 // run writes frames until out is closed. A failed write (the client is gone or stuck) cancels
@@ -199,6 +214,7 @@ func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
 			continue
 		}
 		if closed || (f.gen != 0 && f.gen != w.gen.Load()) {
+			w.done(f)
 			continue
 		}
 		if f.close {
@@ -207,17 +223,41 @@ func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
 			continue
 		}
 		wctx, done := context.WithTimeout(ctx, ttsWriteTimeout)
-		err := w.conn.Write(wctx, f.typ, f.data)
+		var err error
+		if f.pcm != nil {
+			err = writePCM(wctx, w.conn, f.pcm)
+		} else {
+			err = w.conn.Write(wctx, f.typ, f.data)
+		}
 		done()
+		w.done(f)
 		if err != nil {
 			cancel()
 			closed = true
 			continue
 		}
-		if f.typ == websocket.MessageBinary && w.sent != nil {
-			w.sent(float64(len(f.data)/2) / kokoro.SampleRate)
+		if f.pcm != nil && w.sent != nil {
+			w.sent(float64(len(f.pcm)) / kokoro.SampleRate)
 		}
 	}
+}
+
+// done takes a frame's audio off the queued bytes, written or dropped, and wakes the producer.
+func (w *socketWriter) done(f wsOut) {
+	if f.pcm == nil {
+		return
+	}
+	w.queued.Add(-2 * int64(len(f.pcm)))
+	select {
+	case w.drained <- struct{}{}:
+	default:
+	}
+}
+
+// writePCM writes samples as one binary frame of PCM16LE. The byte copy exists only while it
+// is written (one frame, not fragments: clients read a chunk's audio as one frame).
+func writePCM(ctx context.Context, conn *websocket.Conn, pcm []int16) error {
+	return conn.Write(ctx, websocket.MessageBinary, audio.Int16ToBytes(pcm))
 }
 
 // send queues a frame; false when the session is over.
@@ -239,8 +279,27 @@ func (w *socketWriter) json(ctx context.Context, gen int64, v any) bool {
 	return w.send(ctx, wsOut{gen: gen, typ: websocket.MessageText, data: data})
 }
 
+// pcm queues one binary frame of audio, then waits while ttsQueueBytes or more of audio waits
+// for the writer: the caller's next synthesis starts only once the client has read enough
+// (backpressure). False when the session is over.
 func (w *socketWriter) pcm(ctx context.Context, gen int64, pcm []int16) bool {
-	return w.send(ctx, wsOut{gen: gen, typ: websocket.MessageBinary, data: audio.Int16ToBytes(pcm)})
+	if len(pcm) == 0 {
+		pcm = []int16{} // still a frame: nil would be a text frame
+	}
+	n := 2 * int64(len(pcm))
+	w.queued.Add(n)
+	if !w.send(ctx, wsOut{gen: gen, typ: websocket.MessageBinary, pcm: pcm}) {
+		w.queued.Add(-n)
+		return false
+	}
+	for w.queued.Load() >= ttsQueueBytes {
+		select {
+		case <-w.drained:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // flush waits until everything queued before it has been written (or dropped).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,17 @@ const (
 	// than ~25 s waiting; one pushing hours at once waits for the decoder instead of piling up
 	// (a window holds at most this plus one push: 30 s + 131 s of a 4 MiB push ≈ 10 MB).
 	transcriptBehind = 30 * time.Second
+	// DefaultTranscriptPushBytes bounds the push bodies a node reads and squelches at once
+	// (TranscriptDoor.PushBytes); a push over it is refused transcript_pushes_full before its
+	// body is read. A push holds its body, its float32 samples (2×) and what the squelch admits
+	// (≤ 2×) until it is answered: at most 5× its body. 16 MiB is four full pushes (4 MiB, 131 s
+	// each), or thousands of the 100–500 ms pushes of a client streaming in real time. Before it,
+	// pushes were not gated at all: a client sending 4 MiB pushes at once held ~12 MiB each
+	// while they queued for the transcript's lock.
+	DefaultTranscriptPushBytes = 16 << 20
+	// transcriptReadStep: a push of unknown length (chunked) takes its bytes from the node's
+	// budget this much at a time, as they arrive.
+	transcriptReadStep = 256 << 10
 )
 
 // Refusals of /v1/audio/transcript, by name.
@@ -56,6 +68,10 @@ var (
 		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
 	ErrTooManyTranscripts = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_transcripts",
 		Message: "this node has as many transcripts open as it holds; close one (DELETE) or retry later", RetryAfter: time.Second, Reason: door.ReasonCap}
+	ErrTranscriptBusy = &door.Refusal{Status: http.StatusConflict, Name: "transcript_busy",
+		Message: "another push to this transcript is still being taken: push one at a time, each after the last one's answer; this push was not taken"}
+	ErrTranscriptPushesFull = &door.Refusal{Status: http.StatusTooManyRequests, Name: "transcript_pushes_full",
+		Message: "this node is taking as much pushed audio as it holds at once; this push was not taken, retry it", RetryAfter: time.Second, Reason: door.ReasonCap}
 	ErrTranscriptBehind = &door.Refusal{Status: http.StatusTooManyRequests, Name: "transcript_behind",
 		Message: "the decoder is behind this transcript's audio: push at most in real time; this push was not taken, retry it", RetryAfter: time.Second}
 )
@@ -90,6 +106,9 @@ type TranscriptDoor struct {
 	Guard     time.Duration // default DefaultTranscriptGuard
 	Cut       time.Duration // default DefaultTranscriptCut, at most 25 s
 	MaxOpen   int           // transcripts open at once; default DefaultMaxTranscripts
+	// PushBytes bounds the push bodies being taken on the node at once; default
+	// DefaultTranscriptPushBytes.
+	PushBytes int64
 	// Squelch overrides the squelch's thresholds, hang and lead (ModelPath, Model, Env are set here).
 	Squelch squelch.Config
 
@@ -99,6 +118,7 @@ type TranscriptDoor struct {
 	lastSweep time.Time
 	model     *squelch.Model // loaded on first open when the service has no Silero model; closed by Shutdown
 	closed    bool
+	pushing   int64 // bytes of push bodies taken from PushBytes (under mu)
 }
 
 type tomb struct {
@@ -133,6 +153,7 @@ type transcript struct {
 
 	mu         sync.Mutex
 	sq         *squelch.Squelch
+	taking     bool  // a push is being read or squelched: the next one is refused transcript_busy
 	pushed     int64 // samples pushed, squelched or not (the session limit)
 	lastUsed   time.Time
 	window     []float32 // admitted audio not yet committed; replaced, never reused, on commit
@@ -231,16 +252,40 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 		door.WriteError(w, refusal)
 		return
 	}
+	// One push at a time per transcript, and a node-wide budget of push bytes, both before a
+	// byte of the body is read: pushes racing for one transcript's lock each held their body
+	// and its samples (~12 MiB for a full push) while they waited.
+	t.mu.Lock()
+	busy := t.taking
+	t.taking = true
+	t.mu.Unlock()
+	if busy {
+		door.WriteError(w, ErrTranscriptBusy)
+		return
+	}
+	defer func() {
+		t.mu.Lock()
+		t.taking = false
+		t.mu.Unlock()
+	}()
+	tooLarge := door.Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept")
+	if r.ContentLength > FrameLimit {
+		door.WriteError(w, tooLarge)
+		return
+	}
+	body, held, refusal := d.readPush(r.Body, r.ContentLength)
+	defer d.givePush(held)
+	if refusal != nil {
+		if refusal.Reason != "" {
+			d.svc.countRefusal(refusal)
+		}
+		if refusal == ErrFrameTooLarge {
+			refusal = tooLarge
+		}
+		door.WriteError(w, refusal)
+		return
+	}
 	defer d.svc.holdUsage()() // the meter's close waits for this push's seconds
-	body, err := io.ReadAll(io.LimitReader(r.Body, FrameLimit+1))
-	if err != nil {
-		door.WriteError(w, door.Refuse(ErrBadForm, "reading the body failed: "+err.Error()))
-		return
-	}
-	if len(body) > FrameLimit {
-		door.WriteError(w, door.Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept"))
-		return
-	}
 	pcm, err := audio.PCM16ToFloat32(body)
 	if err != nil {
 		door.WriteError(w, door.Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
@@ -288,6 +333,69 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 	heard := squelch.Seconds(len(admitted))
 	d.svc.heard(heard) // exactly what the ack reports as duration
 	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: heard})
+}
+
+// readPush reads a push's body, taking its bytes from the node's PushBytes first: all of
+// size when the client declared it (≥ 0), else transcriptReadStep at a time as they arrive.
+// held is what was taken (give it back with givePush, refused or not). A body over FrameLimit is
+// ErrFrameTooLarge.
+func (d *TranscriptDoor) readPush(body io.Reader, size int64) (data []byte, held int64, refusal *door.Refusal) {
+	if size >= 0 {
+		if !d.takePush(size) {
+			return nil, 0, ErrTranscriptPushesFull
+		}
+		data = make([]byte, size)
+		if _, err := io.ReadFull(body, data); err != nil {
+			return nil, size, door.Refuse(ErrBadForm, "reading the body failed: "+err.Error())
+		}
+		return data, size, nil
+	}
+	for {
+		if int64(len(data)) == held {
+			step := min(transcriptReadStep, FrameLimit+1-held)
+			if step <= 0 {
+				return nil, held, ErrFrameTooLarge
+			}
+			if !d.takePush(step) {
+				return nil, held, ErrTranscriptPushesFull
+			}
+			held += step
+			data = slices.Grow(data, int(step))
+		}
+		n, err := body.Read(data[len(data):held])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, held, door.Refuse(ErrBadForm, "reading the body failed: "+err.Error())
+		}
+	}
+	if len(data) > FrameLimit {
+		return nil, held, ErrFrameTooLarge
+	}
+	return data, held, nil
+}
+
+// takePush takes n bytes from the node's push budget; false (nothing taken) when they do not fit.
+func (d *TranscriptDoor) takePush(n int64) bool {
+	limit := d.PushBytes
+	if limit <= 0 {
+		limit = DefaultTranscriptPushBytes
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pushing+n > limit {
+		return false
+	}
+	d.pushing += n
+	return true
+}
+
+func (d *TranscriptDoor) givePush(n int64) {
+	d.mu.Lock()
+	d.pushing -= n
+	d.mu.Unlock()
 }
 
 // Close answers DELETE /v1/audio/transcript/{id}: no more pushes, the rest of the window is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -246,4 +247,129 @@ func TestTranscriptPushRefusedWhileBehind(t *testing.T) {
 	if status != http.StatusTooManyRequests || m["name"] != "transcript_behind" {
 		t.Fatalf("push while 30 s waits: %d %v, want 429 transcript_behind", status, m)
 	}
+}
+
+// stalledPush starts a push whose body stops after its first 3200 bytes (a client trickling a
+// large push, or one that hangs), declaring size bytes (-1: chunked). release sends the rest and
+// returns the push's answer.
+func stalledPush(t *testing.T, url string, size int64) (release func() (int, map[string]any)) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", url, pr)
+	req.ContentLength = size
+	type answer struct {
+		status int
+		m      map[string]any
+	}
+	got := make(chan answer, 1)
+	t.Cleanup(func() { pw.CloseWithError(errors.New("the test is over")) }) // a failed test must not hang the server's Close
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{}
+			return
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		got <- answer{resp.StatusCode, m}
+	}()
+	if _, err := pw.Write(make([]byte, 3200)); err != nil {
+		t.Fatal(err)
+	}
+	return func() (int, map[string]any) {
+		rest := int64(3200)
+		if size > 3200 {
+			rest = size - 3200
+		}
+		pw.Write(make([]byte, rest))
+		pw.Close()
+		a := <-got
+		return a.status, a.m
+	}
+}
+
+// waitFor polls cond (the server's state) until it holds, failing after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// Pushes to one transcript are taken one at a time (issue 18 hunt): a second push while one is
+// still being read is refused transcript_busy before its body is read. Before, every concurrent
+// push read its body (up to 4 MiB) and made its samples (8 MiB more) while it queued for the
+// transcript's lock.
+func TestTranscriptOnePushAtATime(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	c := transcriptClient{t: t, url: h.srv.URL}
+	id := c.open()
+	h.transcripts.mu.Lock()
+	tr := h.transcripts.sessions[id]
+	h.transcripts.mu.Unlock()
+
+	release := stalledPush(t, h.srv.URL+"/v1/audio/transcript/"+id, -1)
+	waitFor(t, "the first push to be taking", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.taking
+	})
+	status, m := c.do("POST", "/v1/audio/transcript/"+id, make([]byte, 3200))
+	if status != http.StatusConflict || m["name"] != "transcript_busy" || m["message"] == "" {
+		t.Fatalf("a second push while the first is read: %d %v, want 409 transcript_busy", status, m)
+	}
+	if status, m := release(); status != http.StatusOK {
+		t.Fatalf("the first push: %d %v", status, m)
+	}
+	if status, m := c.do("POST", "/v1/audio/transcript/"+id, make([]byte, 3200)); status != http.StatusOK {
+		t.Fatalf("a push after the first was answered: %d %v", status, m)
+	}
+}
+
+// The node takes at most PushBytes of push bodies at once, counted before they are read:
+// declared lengths whole, chunked bodies as they arrive; a push that does not fit is refused
+// transcript_pushes_full (429, Retry-After) and the budget comes back when a push is answered.
+func TestTranscriptPushBudget(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	const budget = transcriptReadStep + 4096
+	h.transcripts.PushBytes = budget
+	c := transcriptClient{t: t, url: h.srv.URL}
+	a, b := c.open(), c.open()
+	taken := func(n int64) func() bool {
+		return func() bool {
+			h.transcripts.mu.Lock()
+			defer h.transcripts.mu.Unlock()
+			return h.transcripts.pushing == n
+		}
+	}
+
+	release := stalledPush(t, h.srv.URL+"/v1/audio/transcript/"+a, budget)
+	waitFor(t, "the declared push to take the budget", taken(budget))
+	status, m := c.do("POST", "/v1/audio/transcript/"+b, make([]byte, 3200))
+	if status != http.StatusTooManyRequests || m["name"] != "transcript_pushes_full" {
+		t.Fatalf("a push while the budget is taken: %d %v, want 429 transcript_pushes_full", status, m)
+	}
+	if status, m := release(); status != http.StatusOK {
+		t.Fatalf("the declared push: %d %v", status, m)
+	}
+	waitFor(t, "the budget to come back", taken(0))
+
+	// A chunked push takes its bytes as they arrive: 3200 bytes in, one step is taken.
+	release = stalledPush(t, h.srv.URL+"/v1/audio/transcript/"+a, -1)
+	waitFor(t, "the chunked push to take a step", taken(transcriptReadStep))
+	if status, m := c.do("POST", "/v1/audio/transcript/"+b, make([]byte, 6400)); status != http.StatusTooManyRequests {
+		t.Fatalf("a push over what is left: %d %v, want 429", status, m)
+	}
+	if status, m := c.do("POST", "/v1/audio/transcript/"+b, make([]byte, 3200)); status != http.StatusOK {
+		t.Fatalf("a push within what is left: %d %v", status, m)
+	}
+	if status, m := release(); status != http.StatusOK {
+		t.Fatalf("the chunked push: %d %v", status, m)
+	}
+	waitFor(t, "the budget to come back", taken(0))
 }

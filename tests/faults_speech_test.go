@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -284,5 +285,130 @@ func TestFaultsRawSocketIdle(t *testing.T) {
 				t.Fatalf("silent socket ended with %v, want 1008 idle_timeout", closeErr)
 			}
 		})
+	}
+}
+
+// stalledGrowthMiB bounds stalledSockets sockets (and as many /v1/audio/speech requests) that each
+// ask for the long text and never read: per socket, the audio queued for its writer
+// (ttsQueueBytes, 1 MiB) plus one chunk (at most kokoro.MaxPhonemes of audio, ~2 MB at the
+// fixture's 80 ms a phoneme) and its byte copy while it is written, plus the request's text (240
+// KB, held twice at most), and room for the collector: measured +72 to +87 MiB for the 16. Before
+// the writer's queue was bounded by bytes, each socket held up to 8 (synthesize) or 16 (speak
+// stream) chunks of ~1.6 MB: +243 MiB, and the 8 /v1/audio/speech requests were never closed.
+const (
+	stalledSockets   = 8
+	stalledGrowthMiB = 128
+)
+
+// TestFaultsSpeechStalledReaders: sockets that ask for a long text and never read (TCP
+// backpressure) hold a bounded amount each: synthesis stops while a socket's queued audio is at
+// its byte bound, nothing is dropped, and a socket whose client reads nothing for the write
+// timeout is closed (the server's open-session gauge goes back to 0: /v1/audio/speech's body
+// writes have the same bound, they no longer block forever on a reader that stopped).
+func TestFaultsSpeechStalledReaders(t *testing.T) {
+	text := strings.Repeat("hello world ", 20000)
+	s := startServer(t, serverOpts{})
+	done := s.memoryGuard(t, stalledGrowthMiB)
+	flush, _ := json.Marshal(map[string]any{"type": "flush", "text": text})
+	body, _ := json.Marshal(map[string]any{"input": text, "response_format": "pcm"})
+	for i := range stalledSockets {
+		path, msg := "/v1/synthesize", []byte(text)
+		if i%2 == 1 {
+			path, msg = "/v1/speak/stream", flush
+		}
+		conn := s.dialWS(t, path)
+		if err := conn.Write(ctxT(t, 10*time.Second), websocket.MessageText, msg); err != nil {
+			t.Fatal(err)
+		}
+		// A raw HTTP/1.1 request whose response is never read.
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /v1/audio/speech HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", s.Addr, s.Token, len(body))
+		if _, err := c.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every one of them is closed by the server once its writes stall for the write timeout.
+	open := func() (n float64) {
+		for series, v := range s.metricsOf(t) {
+			if strings.HasPrefix(series, "voiced_sessions_open{") && strings.Contains(series, `kind="speech"`) {
+				n += v
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for n := open(); n > 0; n = open() {
+		if time.Now().After(deadline) {
+			growth := done()
+			t.Fatalf("%v speaking sessions still open 3 min after their clients stopped reading (server peak +%d MiB)", n, growth)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	growth := done()
+	t.Logf("%d sockets and %d /v1/audio/speech requests that never read: all closed by the server; server peak +%d MiB", stalledSockets, stalledSockets, growth)
+}
+
+// pushFloodGrowthMiB bounds a flood of full-size transcript pushes: the node takes at most
+// DefaultTranscriptPushBytes (16 MiB) of bodies at once, each held with its float32 samples
+// (3× the body; silence admits nothing), with room for the collector. Before the gate, every
+// push read its 4 MiB and made its 8 MiB of samples while it queued for its transcript's lock.
+const pushFloodGrowthMiB = 112
+
+// TestFaultsTranscriptPushFlood: 32 concurrent 4 MiB pushes over 4 half-duplex transcripts are
+// taken one at a time per transcript and within the node's push budget; the rest are refused by
+// name (409 transcript_busy, 429 transcript_pushes_full) before their bodies are read.
+func TestFaultsTranscriptPushFlood(t *testing.T) {
+	s := startServer(t, serverOpts{})
+	var ids []string
+	for range 4 {
+		code, out := s.do("POST", "/v1/audio/transcript", "", nil)
+		var m map[string]string
+		json.Unmarshal(out, &m)
+		if code != http.StatusCreated || m["id"] == "" {
+			t.Fatalf("open: %d %s", code, out)
+		}
+		ids = append(ids, m["id"])
+	}
+	push := make([]byte, 4<<20) // 131 s of silence: the squelch admits none of it
+	done := s.memoryGuard(t, pushFloodGrowthMiB)
+	var mu sync.Mutex
+	answers := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", s.Base+"/v1/audio/transcript/"+ids[i%len(ids)], bytes.NewReader(push))
+			req.Header.Set("Authorization", "Bearer "+s.Token)
+			req.Header.Set("Content-Type", "application/octet-stream")
+			name := "transport error"
+			if resp, err := s.Client.Do(req); err == nil {
+				var m map[string]any
+				json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+				name = fmt.Sprint(resp.StatusCode)
+				if n, ok := m["name"].(string); ok {
+					name += " " + n
+				}
+			}
+			mu.Lock()
+			answers[name]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	growth := done()
+	t.Logf("32 concurrent 4 MiB pushes to 4 transcripts: %v; server peak +%d MiB", answers, growth)
+	if answers["200"] == 0 {
+		t.Errorf("no push was taken: %v", answers)
+	}
+	for name := range answers {
+		switch name {
+		case "200", "409 transcript_busy", "429 transcript_pushes_full", "transport error":
+		default:
+			t.Errorf("answer %q, want 200 or a named refusal", name)
+		}
 	}
 }

@@ -313,25 +313,41 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 	return nil
 }
 
-// speakPiece synthesises one piece, in parts of at most MaxPieceChars (sentence.Cut), emitting
-// each part as a chunk numbered from index; it returns the next index.
+// speakPiece synthesises one piece, emitting each chunk numbered from index as soon as it
+// exists; it returns the next index. A piece is cut at word boundaries into parts of at most
+// MaxPieceChars (sentence.Cut), each part is normalised and cut again (Normalize spells numbers
+// out: 400 characters of digits read as ~3,600 of words), and each model call is its own chunk:
+// a chunk is at most MaxPhonemes of audio, whatever the text. A chunk's Text is the part as given
+// when the part is spoken in one chunk; the normalised words it speaks when normalising made the
+// part longer than MaxPieceChars; "" on the later chunks of a text whose phonemes need more
+// than one model call (one long word).
 func (e *Engine) speakPiece(ctx context.Context, piece string, v *Voice, speed float32, onWait func(), index int, emit func(Chunk) error) (int, error) {
 	for _, part := range sentence.Cut(piece, MaxPieceChars) {
-		ps, err := e.Phonemes(part)
-		if errors.Is(err, ErrNothingToSay) {
-			continue
+		spoken := sentence.Cut(Normalize(part), MaxPieceChars)
+		for _, words := range spoken {
+			ps, err := e.phonemesOf(words)
+			if errors.Is(err, ErrNothingToSay) {
+				continue
+			}
+			if err != nil {
+				return index, err
+			}
+			text := part
+			if len(spoken) > 1 {
+				text = words
+			}
+			for _, batch := range SplitPhonemes(ps, MaxPhonemes) {
+				pcm, err := e.synthesizeBatch(ctx, batch, v, speed, onWait)
+				if err != nil {
+					return index, err
+				}
+				if err := emit(Chunk{Index: index, Text: text, Phonemes: batch, PCM: pcm}); err != nil {
+					return index, err
+				}
+				index++
+				text = ""
+			}
 		}
-		if err != nil {
-			return index, err
-		}
-		pcm, err := e.synthesize(ctx, ps, v, speed, onWait)
-		if err != nil {
-			return index, err
-		}
-		if err := emit(Chunk{Index: index, Text: part, Phonemes: ps, PCM: pcm}); err != nil {
-			return index, err
-		}
-		index++
 	}
 	return index, nil
 }
@@ -363,7 +379,12 @@ func (e *Engine) Synthesize(ctx context.Context, req Request, emit func(Chunk) e
 // Phonemes normalises text and returns its phonemes as the model gets them (vocab symbols
 // only), or ErrNothingToSay when nothing but punctuation and spaces remains.
 func (e *Engine) Phonemes(text string) (string, error) {
-	ps, err := e.g2p.Phonemize(Normalize(text))
+	return e.phonemesOf(Normalize(text))
+}
+
+// phonemesOf is Phonemes of text already normalised.
+func (e *Engine) phonemesOf(text string) (string, error) {
+	ps, err := e.g2p.Phonemize(text)
 	if err != nil {
 		return "", err
 	}
@@ -401,14 +422,19 @@ func (e *Engine) SynthesizePhonemes(ctx context.Context, phonemes, voice string,
 func (e *Engine) synthesize(ctx context.Context, ps string, v *Voice, speed float32, onWait func()) ([]int16, error) {
 	var pcm []int16
 	for _, batch := range SplitPhonemes(ps, MaxPhonemes) {
-		ids := e.vocab.Encode(batch)
-		wave, err := e.infer(ctx, ids, v.Style(len(ids)), speed, onWait)
+		part, err := e.synthesizeBatch(ctx, batch, v, speed, onWait)
 		if err != nil {
 			return nil, err
 		}
-		pcm = append(pcm, audio.Float32ToInt16(wave)...)
+		pcm = append(pcm, part...)
 	}
 	return pcm, nil
+}
+
+// synthesizeBatch is one model call over at most MaxPhonemes vocab symbols.
+func (e *Engine) synthesizeBatch(ctx context.Context, batch string, v *Voice, speed float32, onWait func()) ([]int16, error) {
+	ids := e.vocab.Encode(batch)
+	return e.infer(ctx, ids, v.Style(len(ids)), speed, onWait)
 }
 
 // acquire takes the model permit, calling onWait first when someone else holds it.
@@ -444,8 +470,9 @@ func (e *Engine) Hold(ctx context.Context) (release func(), err error) {
 	return func() { once.Do(e.release) }, nil
 }
 
-// infer is one forward pass: [pad, ids..., pad], the style row, the speed.
-func (e *Engine) infer(ctx context.Context, ids []int64, style []float32, speed float32, onWait func()) ([]float32, error) {
+// infer is one forward pass: [pad, ids..., pad], the style row, the speed. The waveform is
+// converted to PCM16 straight from the output tensor (no float32 copy of it is kept).
+func (e *Engine) infer(ctx context.Context, ids []int64, style []float32, speed float32, onWait func()) ([]int16, error) {
 	if err := e.acquire(ctx, onWait); err != nil {
 		return nil, err
 	}
@@ -511,7 +538,7 @@ func (e *Engine) infer(ctx context.Context, ids []int64, style []float32, speed 
 	if !ok {
 		return nil, fmt.Errorf("%w: output is %T, want a float32 tensor", ErrModelIO, outputs[0])
 	}
-	return append([]float32(nil), t.GetData()...), nil
+	return audio.Float32ToInt16(t.GetData()), nil
 }
 
 func tokenTensor(ids []int64, dtype ort.TensorElementDataType) (ort.Value, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/fixture"
 	"github.com/voiced/voiced/speechcore/runtime"
+	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // The process's one ONNX Runtime environment and the fixture mount, made by TestMain.
@@ -204,6 +205,67 @@ func TestSpeakBreaksUnpunctuatedText(t *testing.T) {
 			if got := strings.Join(texts, " "); got != strings.TrimSpace(text) {
 				t.Errorf("the chunks do not say the whole text")
 			}
+		})
+	}
+}
+
+// No chunk is more than one model call's audio, whatever the text (issue 18 hunt): 396
+// characters of digits (or 398 of percentages) are one part by length, but Normalize spells them
+// out to ~3,600 (~2,000) characters: before, one chunk of several model calls, held whole. Each chunk is at most MaxPhonemes, its audio decodes to them, and the
+// chunks' phonemes are what the whole text's are.
+func TestSpeakBoundsEachChunk(t *testing.T) {
+	e := engine(t)
+	for name, text := range map[string]string{
+		"digits":   strings.TrimSpace(strings.Repeat("1234567890 ", 36)),
+		"percents": strings.TrimSpace(strings.Repeat("99.99% ", 57)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var chunks []Chunk
+			err := e.Synthesize(context.Background(), Request{Text: text}, func(c Chunk) error {
+				if n := utf8.RuneCountInString(c.Phonemes); n > MaxPhonemes {
+					t.Errorf("chunk %d: %d phonemes, want at most %d (one model call)", c.Index, n, MaxPhonemes)
+				}
+				if c.Index == 0 { // (decoding is slow under -race: the first chunk stands for all)
+					if ids := decodeTones(t, c.PCM, 1.0); e.Vocab().Decode(ids) != c.Phonemes {
+						t.Errorf("chunk %d audio does not decode to its phonemes", c.Index)
+					}
+				}
+				if len(c.PCM) > fixture.PhonemeSamples*MaxPhonemes {
+					t.Errorf("chunk %d: %d samples, more than one model call's", c.Index, len(c.PCM))
+				}
+				if utf8.RuneCountInString(c.Text) > 4*MaxPieceChars {
+					t.Errorf("chunk %d text of %d characters", c.Index, utf8.RuneCountInString(c.Text))
+				}
+				chunks = append(chunks, c)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(chunks) < 2 {
+				t.Fatalf("%d chunk(s), want the text in several", len(chunks))
+			}
+			var got, said []string
+			for _, c := range chunks {
+				got = append(got, c.Phonemes)
+				if c.Text != "" {
+					said = append(said, c.Text)
+				}
+			}
+			// The chunks speak the whole text: their phonemes, spaces aside, are the text's.
+			var want []string
+			for _, part := range sentence.Cut(Normalize(text), MaxPieceChars) {
+				ps, err := e.Phonemes(part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, ps)
+			}
+			squeeze := func(s []string) string { return strings.Join(strings.Fields(strings.Join(s, " ")), "") }
+			if squeeze(got) != squeeze(want) {
+				t.Errorf("the chunks' phonemes are not the text's")
+			}
+			t.Logf("%d characters: %d chunks, texts %d", len(text), len(chunks), len(said))
 		})
 	}
 }
