@@ -373,6 +373,9 @@ func (c *conversation) takeSpeechItem() string {
 // commit makes the buffered audio a user item: committed, the item events, then its
 // transcription on a worker (the reply waits for it: words, not bytes).
 func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
+	if !c.awaitTranscribing(len(pcm)) {
+		return
+	}
 	// The audio is kept beside the item, as reply audio is, for retrieve: keptAudio bounds both.
 	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
@@ -395,6 +398,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 // transcribe hears a committed item and records its transcript.
 func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	defer close(e.ready)
+	defer c.transcribed(len(pcm))
 	if c.engines.Ears == nil || len(pcm) == 0 {
 		return
 	}
@@ -484,14 +488,23 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 			return
 		}
 	}
+	// A user audio part without a transcript is heard like committed audio, so the mind has words:
+	// no more of it than the input buffer holds (decoded whole, it is 4 to 8 times its bytes).
+	heard := it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
+		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0
+	if heard && c.sess.InputFormat.Millis(len(it.Content[0].Audio)) > maxInputAudio {
+		ms := c.sess.InputFormat.Millis(len(it.Content[0].Audio))
+		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeAudioTooLong, Param: "item.content[0].audio", EventID: e.ClientEventID(),
+			Message: fmt.Sprintf("Invalid 'item.content[0].audio': %.2f s of audio to transcribe, and an item may carry at most %d s "+
+				"(split it, or send its transcript with it).", ms/1000, maxInputAudio/1000)})
+		return
+	}
 	if !c.hold(ent.held) {
 		c.send(c.conversationFull("item", e.ClientEventID()))
 		return
 	}
-	// A user audio part without a transcript is heard like committed audio, so the mind has words.
 	var pcm []float32
-	if it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
-		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0 {
+	if heard {
 		if samples, err := decodeInput(c.sess.InputFormat, it.Content[0].Audio); err == nil {
 			pcm = audio.Resample(samples, c.sess.InputFormat.SampleRate(), hearRate)
 			ent.ready = make(chan struct{})
@@ -506,6 +519,10 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 			c.hold(-ent.held) // not added: the conversation is closing
 			return
 		}
+	}
+	if ent.ready != nil && !c.awaitTranscribing(len(pcm)) {
+		c.hold(-ent.held) // not added: the conversation ended
+		return
 	}
 	prev := c.appendEntry(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})

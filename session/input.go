@@ -41,8 +41,12 @@ const minCommitMs = 100
 // new turn.
 const maxInputAudio = 2 * 60 * 1000 // ms
 
-// codeInputBufferFull names the refusal of an append past maxInputAudio.
-const codeInputBufferFull = "input_audio_buffer_full"
+// codeInputBufferFull names the refusal of an append past maxInputAudio; codeAudioTooLong that
+// of a conversation.item.create whose audio, to be transcribed, is longer than it.
+const (
+	codeInputBufferFull = "input_audio_buffer_full"
+	codeAudioTooLong    = "input_audio_too_long"
+)
 
 // hearStep is the most audio (ms) the input pipeline takes in one step: an append is heard in
 // steps of it, so that one large append (up to 16 MiB: 26 min of G.711) is never decoded whole,

@@ -1,9 +1,11 @@
 package session
 
 import (
+	"context"
 	"encoding/base64"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/voiced/voiced/wire"
 )
@@ -201,5 +203,100 @@ func TestKeptUserAudioIsBounded(t *testing.T) {
 		if n, transcript := retrievedAudio(t, tr, id); n != turn*48 || transcript == nil || transcript == "" {
 			t.Errorf("a newer turn: %d bytes of audio, transcript %v; want %d bytes and its transcript", n, transcript, turn*48)
 		}
+	}
+}
+
+// gatedEars hears nothing until released, one utterance window per token.
+type gatedEars struct{ release chan struct{} }
+
+func (g gatedEars) Transcribe(ctx context.Context, pcm []float32) (string, error) {
+	select {
+	case <-g.release:
+		return "hi", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Committed turns wait for their transcription holding their 16 kHz audio; a client committing
+// faster than Whisper hears is slowed (its next commit waits) once maxTranscribing is waiting,
+// rather than the turns piling up for the whole session. Before, every commit was taken at once.
+func TestTranscriptionBacklogIsBounded(t *testing.T) {
+	leakCheck(t)
+	ears := gatedEars{release: make(chan struct{})}
+	s, err := New(Config{Engines: Engines{Ears: ears}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newFakeTransport(t, Media{})
+	sent := make(chan struct{})
+	defer converse(t, s, tr)()
+	defer func() { <-sent }() // the sender is done before the client leaves
+	defer close(ears.release)
+	tr.until("session.created")
+	tr.event(manualSession())
+	tr.until("session.updated")
+
+	const turn = 30 * 1000 // ms: one Whisper window each
+	turns := maxTranscribing / (turn * hearRate / 1000)
+	chunk := pcm24(turn, true)
+	go func() {
+		defer close(sent)
+		for range turns + 1 {
+			tr.event(appendEvent(chunk))
+			tr.event(map[string]any{"type": "input_audio_buffer.commit"})
+		}
+	}()
+	for range turns {
+		tr.until("input_audio_buffer.committed")
+	}
+	time.Sleep(300 * time.Millisecond)
+	tr.mu.Lock()
+	committed := 0
+	for _, ev := range tr.events {
+		if ev["type"] == "input_audio_buffer.committed" {
+			committed++
+		}
+	}
+	tr.mu.Unlock()
+	if committed != turns {
+		t.Fatalf("%d commits taken while %d turns (%d samples) wait for Whisper, want %d", committed, turns, maxTranscribing, turns)
+	}
+	ears.release <- struct{}{} // the first turn is heard: room for the next
+	tr.until("input_audio_buffer.committed")
+}
+
+// Audio handed over in conversation.item.create to be transcribed is bounded as the buffer is
+// (decoded whole it is 4 to 8 times its bytes): longer is refused by name; with its transcript
+// it is not heard and only counts toward the conversation's bytes.
+func TestCreatedItemAudioIsBounded(t *testing.T) {
+	leakCheck(t)
+	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newFakeTransport(t, Media{})
+	defer converse(t, s, tr)()
+	tr.until("session.created")
+	long := base64.StdEncoding.EncodeToString(pcm24(maxInputAudio+1000, false))
+	item := func(transcript any) map[string]any {
+		part := map[string]any{"type": "input_audio", "audio": long}
+		if transcript != nil {
+			part["transcript"] = transcript
+		}
+		return map[string]any{"type": "conversation.item.create", "event_id": "evt_long",
+			"item": map[string]any{"type": "message", "role": "user", "content": []any{part}}}
+	}
+	tr.event(item(nil))
+	ev := tr.next()
+	if ev["type"] != "error" {
+		t.Fatalf("%d ms of audio to transcribe in an item: %v, want error %s", maxInputAudio+1000, ev["type"], codeAudioTooLong)
+	}
+	if e := ev["error"].(map[string]any); e["code"] != codeAudioTooLong || e["param"] != "item.content[0].audio" || e["event_id"] != "evt_long" {
+		t.Fatalf("refusal %v", e)
+	}
+	tr.event(item("hi"))
+	if ev := tr.next(); ev["type"] != "conversation.item.added" {
+		t.Fatalf("the same audio with its transcript: %v, want it added", ev)
 	}
 }
