@@ -59,6 +59,8 @@ type fixed struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	work   sync.WaitGroup // transcription, partial and reply workers; run waits for them
+	// backlog is the committed audio waiting for transcription (backlog.go).
+	backlog backlog
 }
 
 // inputSide is owned by the input goroutine (run): client events and input audio are handled
@@ -143,6 +145,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.out = make(chan frame, outQueue)
 	c.meterKick = make(chan struct{}, 1)
+	c.backlog.freed = make(chan struct{}, 1)
 	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
 	c.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
 	if model == "" {

@@ -135,20 +135,41 @@ func (c *conversation) trackAudio(pcm []int16, rate int) {
 }
 
 // hear runs one run of input audio (in the session's input format) through the input pipeline,
-// in this order: decode and buffer it; the turn detector hears it before anything else does;
-// the squelch says what of it is billed as heard; the meter and the quota count that; then the
-// turn events it caused (speech_started, speech_stopped → commit → reply); then the partial
-// transcript and the trim of the buffer between turns; last, the session limit.
+// hearStep at a time. Without turn detection audio that would take the buffer past
+// maxInputAudio is refused whole (bufferFull); under a detector a turn still held at that bound
+// is ended there (endHeldTurn).
 func (c *conversation) hear(raw []byte, eventID string) {
 	c.armIdle()
+	if c.detector == nil && !c.input.fits(len(raw)) {
+		c.bufferFull(eventID)
+		return
+	}
+	step := c.input.stepBytes()
+	for len(raw) > 0 && !c.closed.Load() {
+		n := min(len(raw), step)
+		if !c.hearPiece(raw[:n], eventID) {
+			return
+		}
+		raw = raw[n:]
+	}
+}
+
+// hearPiece runs one step of input audio through the pipeline, in this order: decode and
+// buffer it; the turn detector hears it before anything else does; the squelch says what of it
+// is billed as heard; the meter and the quota count that; then the turn events it caused
+// (speech_started, speech_stopped → commit → reply); then the partial transcript, the end of a
+// turn held to the buffer's bound and the trim of the buffer between turns; last, the session
+// limit. False when the rest of the audio is not to be heard (it could not be decoded, or the
+// quota is used up).
+func (c *conversation) hearPiece(raw []byte, eventID string) bool {
 	pcm, err := c.input.append(raw)
 	if err != nil {
 		c.send(wire.ErrInvalidValue("audio", eventID, "Invalid 'audio': %v", err))
-		return
+		return false
 	}
 	events := c.detectTurns(pcm)
 	if !c.bill(c.squelched(pcm)) {
-		return
+		return false
 	}
 	for _, te := range events {
 		c.turnEvent(te)
@@ -157,10 +178,39 @@ func (c *conversation) hear(raw []byte, eventID string) {
 	if stream := c.sess.Transcription != nil; c.speechItem != "" && (stream || c.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
 		c.partials.maybeDecode(c, c.input.pcm[max(0, int(c.input.speechStart-c.input.start)):], c.speechItem, stream)
 	}
+	if c.detector != nil && c.speechItem != "" && c.input.bufferedMs() >= maxInputAudio {
+		c.endHeldTurn()
+	}
 	if c.detector != nil && c.speechItem == "" {
 		c.input.trimQuiet()
 	}
 	c.checkSessionLimit()
+	return true
+}
+
+// bufferFull refuses audio that would take the buffer past maxInputAudio while the client
+// commits: an append each time, by its event_id; track audio once, until a commit or a clear.
+// What is buffered stays.
+func (c *conversation) bufferFull(eventID string) {
+	if eventID == "" {
+		if c.input.refusedFull {
+			return
+		}
+		c.input.refusedFull = true
+	}
+	c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeInputBufferFull, Param: "audio", EventID: eventID,
+		Message: fmt.Sprintf("The input audio buffer already holds %.2f s of audio and may hold at most %d s: "+
+			"commit it (input_audio_buffer.commit) or clear it before appending more.", c.input.bufferedMs()/1000, maxInputAudio/1000)})
+}
+
+// endHeldTurn ends a turn the detector still holds once the buffer holds maxInputAudio: as if
+// the speaker had stopped at the end of what was heard (speech_stopped, the turn committed, a
+// reply with create_response). The detector starts afresh, so speech that goes on is a new turn.
+func (c *conversation) endHeldTurn() {
+	c.log.Info("a turn held to the input buffer's bound was ended there", "bound_ms", maxInputAudio)
+	c.turnEvent(TurnEvent{Stopped: true, Sample: c.input.timeline - c.detectBase})
+	c.detector.Reset()
+	c.partials.reset()
 }
 
 // detectTurns feeds the turn detector (when there is one) and returns the turns it found.
@@ -323,11 +373,17 @@ func (c *conversation) takeSpeechItem() string {
 // commit makes the buffered audio a user item: committed, the item events, then its
 // transcription on a worker (the reply waits for it: words, not bytes).
 func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
+	if !c.awaitTranscribing(len(pcm)) {
+		return
+	}
+	// The audio is kept beside the item, as reply audio is, for retrieve: keptAudio bounds both.
+	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
-		Content: []wire.ContentPart{{Type: wire.InputAudio, Audio: raw}}}, ready: make(chan struct{})}
+		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.input.format}
 	prev := c.appendEntry(e, "")
 	c.mu.Lock()
-	c.recount(e) // the item, not its audio (--session-limit bounds that)
+	c.recount(e) // the item, not its audio (keptAudio bounds that)
+	c.trimKeptAudio(e)
 	c.mu.Unlock()
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
 	it := cloneItem(e.item)
@@ -342,6 +398,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 // transcribe hears a committed item and records its transcript.
 func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	defer close(e.ready)
+	defer c.transcribed(len(pcm))
 	if c.engines.Ears == nil || len(pcm) == 0 {
 		return
 	}
@@ -431,14 +488,23 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 			return
 		}
 	}
+	// A user audio part without a transcript is heard like committed audio, so the mind has words:
+	// no more of it than the input buffer holds (decoded whole, it is 4 to 8 times its bytes).
+	heard := it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
+		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0
+	if heard && c.sess.InputFormat.Millis(len(it.Content[0].Audio)) > maxInputAudio {
+		ms := c.sess.InputFormat.Millis(len(it.Content[0].Audio))
+		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeAudioTooLong, Param: "item.content[0].audio", EventID: e.ClientEventID(),
+			Message: fmt.Sprintf("Invalid 'item.content[0].audio': %.2f s of audio to transcribe, and an item may carry at most %d s "+
+				"(split it, or send its transcript with it).", ms/1000, maxInputAudio/1000)})
+		return
+	}
 	if !c.hold(ent.held) {
 		c.send(c.conversationFull("item", e.ClientEventID()))
 		return
 	}
-	// A user audio part without a transcript is heard like committed audio, so the mind has words.
 	var pcm []float32
-	if it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
-		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0 {
+	if heard {
 		if samples, err := decodeInput(c.sess.InputFormat, it.Content[0].Audio); err == nil {
 			pcm = audio.Resample(samples, c.sess.InputFormat.SampleRate(), hearRate)
 			ent.ready = make(chan struct{})
@@ -453,6 +519,10 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 			c.hold(-ent.held) // not added: the conversation is closing
 			return
 		}
+	}
+	if ent.ready != nil && !c.awaitTranscribing(len(pcm)) {
+		c.hold(-ent.held) // not added: the conversation ended
+		return
 	}
 	prev := c.appendEntry(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})

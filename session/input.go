@@ -28,6 +28,31 @@ func codecOf(f wire.AudioFormat) audio.Encoding {
 // minCommitMs is the least audio a commit takes (OpenAI's rule, docs §9).
 const minCommitMs = 100
 
+// maxInputAudio bounds the input audio buffer (ms): the audio a conversation holds before it is
+// committed. It is what one user turn may carry. Whisper hears 30 s at a time, so a turn this long
+// is four windows decoded before its reply can start, and a partial reads only its last 30 s; a
+// spoken turn is seconds long and a monologue about a minute, so a turn past 2 min is an open
+// microphone or noise the detector reads as speech (a television). At pcm16 24 kHz it holds
+// 5.5 MiB of the client's bytes and 7.3 MiB of 16 kHz float32: 12.8 MiB, where --session-limit
+// alone let one conversation buffer an hour (~400 MB). Past it: without turn detection the
+// append is refused (input_audio_buffer_full, nothing buffered is lost: commit or clear makes
+// room); under a detector the turn ends at the bound as if the speaker had stopped
+// (speech_stopped, committed, a reply with create_response), and speech that goes on starts a
+// new turn.
+const maxInputAudio = 2 * 60 * 1000 // ms
+
+// codeInputBufferFull names the refusal of an append past maxInputAudio; codeAudioTooLong that
+// of a conversation.item.create whose audio, to be transcribed, is longer than it.
+const (
+	codeInputBufferFull = "input_audio_buffer_full"
+	codeAudioTooLong    = "input_audio_too_long"
+)
+
+// hearStep is the most audio (ms) the input pipeline takes in one step: an append is heard in
+// steps of it, so that one large append (up to 16 MiB: 26 min of G.711) is never decoded whole,
+// and under a detector the buffer's bound is checked between steps.
+const hearStep = 1000 // ms
+
 // inputBuffer is the user audio not yet committed, in the session's input format (raw) and at
 // 16 kHz (pcm). Owned by the input goroutine.
 type inputBuffer struct {
@@ -40,6 +65,9 @@ type inputBuffer struct {
 	timeline  int64 // 16 kHz samples heard in this session (audio_start_ms / audio_end_ms clock)
 	// speechStart is the timeline sample speech_started named (prefix padding included).
 	speechStart int64
+	// refusedFull: track audio past maxInputAudio was refused once (input_audio_buffer_full);
+	// track audio is dropped without another refusal until a commit or clear makes room.
+	refusedFull bool
 	// track converts track audio (Media.TrackInput) from trackRate to the format's rate.
 	track     *audio.Resampler
 	trackRate int
@@ -98,11 +126,18 @@ func (b *inputBuffer) append(data []byte) ([]float32, error) {
 // bufferedMs is how much audio is waiting, by the client's own bytes.
 func (b *inputBuffer) bufferedMs() float64 { return b.format.Millis(len(b.raw)) }
 
+// fits says whether n more bytes of the input format keep the buffer within maxInputAudio.
+func (b *inputBuffer) fits(n int) bool { return b.format.Millis(len(b.raw)+n) <= maxInputAudio }
+
+// stepBytes is hearStep of the input format, in bytes (whole samples).
+func (b *inputBuffer) stepBytes() int { return b.rate * hearStep / 1000 * b.format.BytesPerSample() }
+
 // takeAll empties the buffer and returns its audio (raw and 16 kHz).
 func (b *inputBuffer) takeAll() ([]byte, []float32) {
 	raw, pcm := b.raw, b.pcm
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
+	b.refusedFull = false
 	return raw, pcm
 }
 
@@ -121,6 +156,7 @@ func (b *inputBuffer) takeSpan(from, to int64) ([]byte, []float32) {
 	b.raw = append([]byte(nil), b.raw[rawAt(hi):]...)
 	b.pcm = append([]float32(nil), b.pcm[hi:]...)
 	b.start += hi
+	b.refusedFull = false
 	return raw, pcm
 }
 
@@ -143,6 +179,7 @@ func (b *inputBuffer) trimQuiet() {
 func (b *inputBuffer) clear() {
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
+	b.refusedFull = false
 }
 
 // sampleMs converts a timeline sample to milliseconds, for the wire (audio_start_ms, audio_end_ms).

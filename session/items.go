@@ -17,8 +17,9 @@ type entry struct {
 	ready chan struct{}
 	// spoken is an assistant audio item's audio, sentence by sentence, for truncation.
 	spoken []spokenPiece
-	// audio is an assistant audio item's audio bytes as sent (in audioFormat), for retrieve; see
-	// keptAudio. audioLost: it lost them to that bound, and keeps none from then on.
+	// audio is an assistant audio item's audio bytes as sent, or a committed user turn's as the
+	// client sent them (in audioFormat), for retrieve; see keptAudio. audioLost: it lost them to
+	// that bound, and keeps none from then on.
 	audio       []byte
 	audioFormat wire.AudioFormat
 	audioLost   bool
@@ -27,7 +28,7 @@ type entry struct {
 	truncated bool
 	// held is the bytes this item keeps that count toward Config.ConversationBytes (itemBytes), in
 	// shared.held until the item is deleted; countAudio: its audio counts too (a client handed it
-	// over in conversation.item.create; committed audio is bounded by --session-limit instead).
+	// over in conversation.item.create; committed and reply audio is bounded by keptAudio instead).
 	held       int
 	countAudio bool
 }
@@ -36,8 +37,7 @@ type entry struct {
 // in conversation.item.create (ids, text, transcripts, image data URIs, call names, arguments and
 // outputs, audio), the text and transcripts the conversation's own turns and replies add, each
 // item's and content part's own size, and a running response's input items. Audio committed from
-// the input buffer counts toward --session-limit instead, and reply audio kept for retrieve toward
-// keptAudio. A model's context is ~128k tokens, about half a MiB of text: 32 MiB is far past any
+// the input buffer and reply audio kept for retrieve count toward keptAudio instead. A model's context is ~128k tokens, about half a MiB of text: 32 MiB is far past any
 // conversation a mind can read. Past it a conversation.item.create or a response.create is
 // refused conversation_too_large; a conversation.item.delete makes room.
 const DefaultConversationBytes = 32 << 20
@@ -89,9 +89,13 @@ func sizeText(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// keptAudio bounds the assistant audio a conversation keeps for conversation.item.retrieve: the
-// newest items' audio up to this much in all; older items lose theirs (retrieve then carries the
-// transcript only), and an item longer than this on its own keeps none.
+// keptAudio bounds the audio a conversation keeps for conversation.item.retrieve, the user's
+// committed turns (as the client sent them, in the input format) and the assistant's replies
+// (as sent) alike: the newest items' audio up to this much in all; older items lose theirs
+// (retrieve then carries the transcript only), and an item longer than this on its own keeps
+// none. At pcm16 24 kHz that is 13.7 MiB per conversation, where committed user audio was kept
+// for the whole --session-limit (~173 MB an hour). Audio handed over in conversation.item.create
+// counts toward Config.ConversationBytes instead.
 const keptAudio = 5 * 60 * 1000 // ms
 
 // keepAudio appends reply audio as sent to its item, then drops the oldest items' audio until
@@ -104,6 +108,12 @@ func (c *conversation) keepAudio(e *entry, f wire.AudioFormat, b []byte) {
 	}
 	e.audioFormat = f
 	e.audio = append(e.audio, b...)
+	c.trimKeptAudio(e)
+}
+
+// trimKeptAudio drops the oldest items' kept audio until the conversation keeps no more than
+// keptAudio; e (the item whose audio just grew) keeps its own unless it alone is longer. Under mu.
+func (c *conversation) trimKeptAudio(e *entry) {
 	total := 0.0
 	for _, o := range c.items {
 		total += o.audioFormat.Millis(len(o.audio))
@@ -130,7 +140,7 @@ func (c *conversation) retrieved(id string) (wire.Item, bool) {
 	it := cloneItem(e.item)
 	if len(e.audio) > 0 {
 		for j := range it.Content {
-			if it.Content[j].Type == wire.OutputAudio {
+			if t := it.Content[j].Type; t == wire.OutputAudio || t == wire.InputAudio {
 				it.Content[j].Audio = slices.Clone(e.audio)
 			}
 		}
