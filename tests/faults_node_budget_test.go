@@ -27,7 +27,9 @@ const nodeBudgetMiB = 256
 // stated budget, and afterwards it answers /health and a fresh text turn.
 func TestFaultsNodeBudget(t *testing.T) {
 	checkLeaks(t)
-	s := startRealtime(t, serverOpts{Args: []string{"--event-rate", "0"}})
+	// The event rate and byte budgets off: the 40 items (160 MiB) must each reach the id bound and be
+	// refused by it; TestFaultsEventRate and TestFaultsEventBytes prove those limits.
+	s := startRealtime(t, serverOpts{Args: []string{"--event-rate", "0", "--event-bytes", "0"}})
 
 	// Warm the paths the load uses (a turn, a mint, a synthesis) so the baseline holds what any
 	// running node holds.
