@@ -52,6 +52,9 @@ type Config struct {
 	// SocketIdle closes a raw-door socket that sent nothing for this long while nothing was in
 	// flight for it, with an idle_timeout error frame and 1008 (default DefaultSocketIdle).
 	SocketIdle time.Duration
+	// TextBudget bounds the client text, in bytes, the speaking doors hold on the node at once
+	// (default DefaultTextBudget); text past it is refused text_budget_full.
+	TextBudget int64
 }
 
 // Service owns the speech side of the process: the verified mount, the ONNX Runtime environment,
@@ -82,6 +85,7 @@ type Service struct {
 	Sockets *door.Sockets
 
 	usage   UsageRecorder // SetUsage, before Start; nil meters nothing
+	text    *textBudget   // client text held by the speaking doors (textbudget.go)
 	metrics *metrics      // metrics.go; Collectors hands them out
 
 	warm    atomic.Bool
@@ -113,6 +117,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.SocketIdle < 0 {
 		return nil, fmt.Errorf("speech: socket idle timeout must be > 0, got %v", cfg.SocketIdle)
 	}
+	if cfg.TextBudget == 0 {
+		cfg.TextBudget = DefaultTextBudget
+	}
+	if cfg.TextBudget < 0 {
+		return nil, fmt.Errorf("speech: text budget must be > 0, got %d", cfg.TextBudget)
+	}
 	if cfg.MaxSessions < 0 {
 		return nil, fmt.Errorf("speech: max sessions must be > 0, got %d", cfg.MaxSessions)
 	}
@@ -129,6 +139,7 @@ func New(cfg Config) (*Service, error) {
 		Sockets: cfg.Sockets,
 		usage:   cfg.Usage,
 		doors:   map[string]http.Handler{},
+		text:    &textBudget{limit: cfg.TextBudget},
 	}
 	s.metrics = newMetrics(s)
 	return s, nil
@@ -207,6 +218,9 @@ func (s *Service) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// TextHeld reports the bytes of client text the speaking doors hold now (TextBudget bounds it).
+func (s *Service) TextHeld() int64 { return s.text.Held() }
 
 // Mounted reports whether a verified mount is open.
 func (s *Service) Mounted() bool { return s.Mount != nil }

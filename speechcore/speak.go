@@ -180,6 +180,14 @@ type speakSession struct {
 	gen       int64
 	genCtx    context.Context
 	genCancel context.CancelFunc
+
+	// The node's text budget: textHeld is what this socket took from it, textQueued the bytes of
+	// the pieces queued or being spoken. The read loop trues textHeld up to textQueued plus the
+	// splitter's buffer after each message (reconcileText); the speaker gives a piece's bytes back
+	// once it is spoken or dropped (pieceDone); run gives back the rest when the socket closes.
+	textMu     sync.Mutex
+	textHeld   int64
+	textQueued int64
 }
 
 func (s *speakSession) run(ctx context.Context, draining <-chan struct{}) {
@@ -209,6 +217,10 @@ func (s *speakSession) run(ctx context.Context, draining <-chan struct{}) {
 	watchers.Wait()
 	close(s.queue)
 	speaker.Wait()
+	s.textMu.Lock()
+	s.svc.text.give(s.textHeld)
+	s.textHeld, s.textQueued = 0, 0
+	s.textMu.Unlock()
 	close(s.w.out)
 	writer.Wait()
 	s.mu.Lock()
@@ -242,10 +254,57 @@ func (s *speakSession) read(ctx context.Context) {
 			s.w.json(ctx, 0, door.Frame(ErrMalformedJSON))
 			continue
 		}
+		if err := s.takeText(msg); err != nil {
+			s.w.json(ctx, 0, door.Frame(err))
+			continue
+		}
 		if err := s.handle(ctx, msg); err != nil {
 			s.w.json(ctx, 0, door.Frame(err))
 		}
+		s.reconcileText()
 	}
+}
+
+// takeText takes a message's text from the node's text budget before it is pushed or queued;
+// text that does not fit is refused text_budget_full and the message is not applied.
+func (s *speakSession) takeText(msg speakMessage) error {
+	n := int64(len(msg.Text))
+	if n == 0 {
+		return nil
+	}
+	if !s.svc.text.take(n) {
+		return ErrTextBudgetFull
+	}
+	s.textMu.Lock()
+	s.textHeld += n
+	s.textMu.Unlock()
+	return nil
+}
+
+// reconcileText sets what this socket holds of the text budget to what it really holds: the
+// pieces queued or being spoken and the splitter's buffer. Only the read loop calls it.
+func (s *speakSession) reconcileText() {
+	buffered := int64(len(s.splitter.Buffered()))
+	s.textMu.Lock()
+	defer s.textMu.Unlock()
+	want := s.textQueued + buffered
+	switch {
+	case want < s.textHeld:
+		s.svc.text.give(s.textHeld - want)
+	case want > s.textHeld:
+		s.svc.text.force(want - s.textHeld)
+	}
+	s.textHeld = want
+}
+
+// pieceDone gives back a piece's text once it is spoken, dropped or cancelled.
+func (s *speakSession) pieceDone(p speakPiece) {
+	n := int64(len(p.text))
+	s.textMu.Lock()
+	s.textQueued -= n
+	s.textHeld -= n
+	s.svc.text.give(n)
+	s.textMu.Unlock()
 }
 
 // handle applies one client message; a returned error is sent as a named error frame.
@@ -321,8 +380,14 @@ func (s *speakSession) enqueue(ctx context.Context, pieces ...string) {
 		gen := s.gen
 		s.mu.Unlock()
 		s.pending.Add(1)
+		s.textMu.Lock()
+		s.textQueued += int64(len(text))
+		s.textMu.Unlock()
 		if !s.send(ctx, speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings, at: time.Now()}) {
 			s.pending.Add(-1)
+			s.textMu.Lock()
+			s.textQueued -= int64(len(text))
+			s.textMu.Unlock()
 			return
 		}
 		s.pieces++
@@ -355,6 +420,7 @@ func (s *speakSession) cancel() {
 			if p.done || p.goAway {
 				markers = append(markers, p)
 			} else {
+				s.pieceDone(p)
 				s.pending.Add(-1)
 			}
 			continue
@@ -380,6 +446,7 @@ func (s *speakSession) speak(ctx context.Context) {
 			continue
 		}
 		s.speakPiece(ctx, p)
+		s.pieceDone(p)
 		s.pending.Add(-1)
 		s.poke()
 	}

@@ -133,6 +133,14 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeSpeechError(w, door.NewRefusal(http.StatusBadRequest, "unsupported_stream_format", `stream_format must be "audio"; server-sent events are not served`), "stream_format")
 		return
 	}
+	// The input is held until its audio is written; a decoded body past the node's text budget
+	// is refused before a session slot is taken.
+	held := int64(len(*req.Input))
+	if !d.svc.text.take(held) {
+		writeSpeechError(w, ErrTextBudgetFull, "input")
+		return
+	}
+	defer d.svc.text.give(held)
 	release, err := d.svc.Gate.Acquire("")
 	if err != nil {
 		d.svc.countRefusal(err)

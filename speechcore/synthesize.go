@@ -478,9 +478,16 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 			s.w.json(ctx, 0, door.Frame(ErrBinaryRefused))
 			continue
 		}
+		// The frame and its string copy are held until the utterance is spoken: both count.
+		held := 2 * int64(len(data))
+		if !s.svc.text.take(held) {
+			s.w.json(ctx, 0, door.Frame(ErrTextBudgetFull))
+			continue
+		}
 		s.mu.Lock()
 		if s.idled {
 			s.mu.Unlock()
+			s.svc.text.give(held)
 			break // arrived as the socket was closed for idleness
 		}
 		s.speaking = true
@@ -489,6 +496,7 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		// Written before the next read: reading a client's close makes the library answer it at
 		// once, and what was still queued would be lost.
 		s.w.flush(ctx)
+		s.svc.text.give(held)
 		s.mu.Lock()
 		s.speaking = false
 		stop := s.draining
