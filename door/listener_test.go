@@ -67,7 +67,7 @@ func TestPaceBodies(t *testing.T) {
 				w.Write(make([]byte, rate))
 				time.Sleep(time.Second)
 			}
-		}, true, size/rate*time.Second - time.Second}, // 16 s: longer than the grace
+		}, true, size/rate*time.Second - time.Second}, // 15 s (the last of 16 one-second chunks): past the grace
 		{"half fast, then a byte every 10 s", func(w io.Writer) {
 			w.Write(make([]byte, size/2))
 			for range 100 {

@@ -234,32 +234,8 @@ func (l *lockedBuffer) String() string {
 func TestCallFasterThanRealTime(t *testing.T) {
 	leakCheck(t)
 	logs := &lockedBuffer{}
-	ep, err := NewEndpoint(Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := newClient(t)
-	mic, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "mic-rtp", "client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.pc.GetSenders()[0].ReplaceTrack(mic); err != nil {
-		t.Fatal(err)
-	}
-	o := newOwner()
-	h := o.handlers()
-	h.InputRate = opus.SampleRate
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	answer, call, err := ep.Answer(ctx, cl.offer(t), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { call.Close(); cl.close(); ep.Close() }()
-	if err := cl.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
-		t.Fatal(err)
-	}
-	<-cl.dcOpen
+	mic, o, ep, done := rtpCall(t, Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
+	defer done()
 
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {

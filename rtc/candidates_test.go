@@ -48,6 +48,16 @@ func newSTUNSink(t *testing.T) *stunSink {
 	return s
 }
 
+// newSTUNSinks is n sinks.
+func newSTUNSinks(t *testing.T, n int) []*stunSink {
+	t.Helper()
+	sinks := make([]*stunSink, n)
+	for i := range sinks {
+		sinks[i] = newSTUNSink(t)
+	}
+	return sinks
+}
+
 func (s *stunSink) port() int { return s.conn.LocalAddr().(*net.UDPAddr).Port }
 
 // withCandidates replaces the offer's candidates with n host candidates in its first m-line (the
@@ -106,10 +116,7 @@ func TestOfferCandidatesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	sinks := make([]*stunSink, 16)
-	for i := range sinks {
-		sinks[i] = newSTUNSink(t)
-	}
+	sinks := newSTUNSinks(t, 16)
 	cl := newClient(t)
 	defer cl.close()
 	base := cl.offer(t)
@@ -151,10 +158,7 @@ func TestOfferPrivateCandidatesRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ep.Close()
-			sinks := make([]*stunSink, 8)
-			for i := range sinks {
-				sinks[i] = newSTUNSink(t)
-			}
+			sinks := newSTUNSinks(t, 8)
 			cl := newClient(t)
 			defer cl.close()
 			offer := withCandidates(t, cl.offer(t), len(sinks), sinkPorts(sinks))

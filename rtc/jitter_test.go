@@ -169,11 +169,12 @@ func TestInboundTimestampGaps(t *testing.T) {
 	}
 }
 
-// rtpCall answers a pion client whose mic is an RTP track the test numbers itself (the sample
-// track numbers its packets in order); the owner hears 48 kHz, as the decoder gives it.
-func rtpCall(t *testing.T) (*webrtc.TrackLocalStaticRTP, *owner, *Endpoint, func()) {
+// rtpCall answers, on an endpoint made with cfg, a pion client whose mic is an RTP track the test
+// numbers itself (the sample track numbers its packets in order); the owner hears 48 kHz, as the
+// decoder gives it.
+func rtpCall(t *testing.T, cfg Config) (*webrtc.TrackLocalStaticRTP, *owner, *Endpoint, func()) {
 	t.Helper()
-	ep, err := NewEndpoint(Config{})
+	ep, err := NewEndpoint(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func (o *owner) heardSamples() int {
 func TestCallReleasesAfterLoss(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, _, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {
@@ -279,7 +280,7 @@ func TestCallReleasesAfterLoss(t *testing.T) {
 func TestCallDTXKeepsTime(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, _, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {
@@ -332,7 +333,7 @@ func TestCallDTXKeepsTime(t *testing.T) {
 func TestCallLossAndReorder(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, _, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
 
 	// 4.8 s of speech (all of the recording) as 240 Opus packets (FEC on, as a browser sends with useinbandfec=1).
@@ -495,7 +496,7 @@ func TestInboundFillsASilentSender(t *testing.T) {
 func TestCallSilentSenderKeepsTime(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, _, done := rtpCall(t)
+	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 func TestCallLossMetrics(t *testing.T) {
 	leakCheck(t)
 	speech := speech16k(t)
-	mic, o, ep, done := rtpCall(t)
+	mic, o, ep, done := rtpCall(t, Config{})
 	defer done()
 	enc, err := opus.NewEncoder(32000)
 	if err != nil {
