@@ -74,9 +74,6 @@ func silence24k(seconds float64) []int16 { return make([]int16, int(seconds*2400
 func (s *server) mintBeta(t testing.TB, jwt string) string {
 	t.Helper()
 	code, body := s.post(t, "/v1/realtime/sessions", jwt, `{"model":"gpt-4o-realtime-preview","voice":"alloy"}`)
-	if code == http.StatusNotFound {
-		t.Skip("POST /v1/realtime/sessions is not served yet (404)")
-	}
 	var r struct {
 		ClientSecret struct {
 			Value     string `json:"value"`
@@ -93,9 +90,6 @@ func (s *server) mintBeta(t testing.TB, jwt string) string {
 func (s *server) mintGA(t testing.TB, jwt string) string {
 	t.Helper()
 	code, body := s.post(t, "/v1/realtime/client_secrets", jwt, `{"expires_after":{"anchor":"created_at","seconds":60},"session":{"type":"realtime","model":"gpt-realtime"}}`)
-	if code == http.StatusNotFound {
-		t.Skip("POST /v1/realtime/client_secrets is not served yet (404)")
-	}
 	var r struct {
 		Value     string          `json:"value"`
 		ExpiresAt int64           `json:"expires_at"`
@@ -187,9 +181,6 @@ func (s *server) dialRealtime(t testing.TB, bearer string, beta bool) *rtConn {
 		HTTPClient: s.Client, HTTPHeader: h, Subprotocols: []string{"realtime"},
 	})
 	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusNotFound {
-			t.Skip("WS /v1/realtime is not served yet (404)")
-		}
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
