@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -18,15 +17,7 @@ import (
 // Retry-After.
 func (s *server) mintRaw(t testing.TB, path, jwt, body string) (status int, name, retryAfter string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.Base+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+jwt)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, b, h := s.postHeader(t, path, jwt, body)
 	var e struct {
 		Name  string `json:"name"`
 		Error struct {
@@ -34,10 +25,10 @@ func (s *server) mintRaw(t testing.TB, path, jwt, body string) (status int, name
 		} `json:"error"`
 	}
 	json.Unmarshal(b, &e)
-	if resp.StatusCode != http.StatusOK && (e.Name == "" || e.Error.Code != e.Name) {
-		t.Errorf("POST %s: %d %.200s, want a refusal by name in both shapes", path, resp.StatusCode, b)
+	if status != http.StatusOK && (e.Name == "" || e.Error.Code != e.Name) {
+		t.Errorf("POST %s: %d %.200s, want a refusal by name in both shapes", path, status, b)
 	}
-	return resp.StatusCode, e.Name, resp.Header.Get("Retry-After")
+	return status, e.Name, h.Get("Retry-After")
 }
 
 // mintBodies are the three minting routes' bodies carrying instructions, each for a 10-minute

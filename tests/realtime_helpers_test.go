@@ -1,12 +1,12 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -103,6 +103,13 @@ func (s *server) mintGA(t testing.TB, jwt string) string {
 
 func (s *server) post(t testing.TB, path, bearer, body string) (int, []byte) {
 	t.Helper()
+	code, b, _ := s.postHeader(t, path, bearer, body)
+	return code, b
+}
+
+// postHeader posts a JSON body with a bearer and returns the status, the body and the headers.
+func (s *server) postHeader(t testing.TB, path, bearer, body string) (int, []byte, http.Header) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", s.Base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+bearer)
 	req.Header.Set("Content-Type", "application/json")
@@ -111,9 +118,8 @@ func (s *server) post(t testing.TB, path, bearer, body string) (int, []byte) {
 		t.Fatalf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.Bytes()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
 }
 
 // ---- a raw realtime socket holding the strict client's rules ----
