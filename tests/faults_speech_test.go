@@ -86,10 +86,13 @@ func (s *server) memoryGuard(t testing.TB, limitMiB int) (done func() (growthMiB
 			}
 		}
 	})
+	// A test that fails before calling done still stops the sampler (the server may outlive it).
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop); wg.Wait() }) }
+	t.Cleanup(halt)
 	return func() int {
 		t.Helper()
-		close(stop)
-		wg.Wait()
+		halt()
 		if killedAt > 0 {
 			t.Fatalf("the server grew from %d MiB past %d MiB (+%d MiB, the bound is +%d MiB): killed", base>>10, killedAt>>10, (killedAt-base)>>10, limitMiB)
 		}
