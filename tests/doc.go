@@ -14,11 +14,13 @@
 // requires exit 0, kill9 is the crash. checkLeaks fails a test whose goroutines or child
 // processes outlive it; TestMain fails the run if any child process is left.
 //
-// What skips, and when: a test needing a flag a component has not registered yet skips naming
-// the flag (needFlag); a route answering 404 skips naming the route; node tests skip without
-// node or tests/node/node_modules (`make test` runs npm ci there); the two-node test skips
-// without VOICED_TEST_REDIS_URL and VOICED_TEST_POSTGRES_DSN; the real-speech sources skip
-// without VOICED_SILERO_TESTFILES, espeak-ng or pocketsphinx-testdata.
+// What skips, and when: only what the machine lacks. Node tests skip without node or
+// tests/node/node_modules (`make test` runs npm ci there); the Redis and Postgres tests skip
+// without redis-server, VOICED_TEST_REDIS_URL or VOICED_TEST_POSTGRES_DSN; the real-speech
+// sources skip without VOICED_SILERO_TESTFILES, espeak-ng or pocketsphinx-testdata; the soak
+// skips under -short, and the fair-queue test skips when the machine decoded the greedy backlog
+// faster than it was sent. A flag `voiced serve -h` does not list (needFlag) or a route
+// answering 404 fails the test, naming it: every component is built, so either is a regression.
 //
 // The content checks are exact: the fixture codec (docs/fixture-codec.md) reads back the
 // phonemes the kokoro package's own G2P gives for the text, so a fault anywhere between text and

@@ -25,21 +25,28 @@ import (
 // measures the server's peak resident set (VmHWM, reset first) against a bound; a guard kills the
 // server as soon as its RSS passes the bound, so a regression fails fast instead of eating the box.
 
-// statusKiB reads one field (VmRSS:, VmHWM:) of the server's /proc/PID/status, in KiB.
-func (s *server) statusKiB(t testing.TB, field string) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+// procStatusKiB reads one field (VmRSS:, VmHWM:) of /proc/PID/status, in KiB.
+func procStatusKiB(pid int, field string) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("server status: %v", err)
+		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
-			n, _ := strconv.Atoi(f[1])
-			return n
+			return strconv.Atoi(f[1])
 		}
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, s.cmd.Process.Pid)
-	return 0
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// statusKiB reads one field (VmRSS:, VmHWM:) of the server's /proc/PID/status, in KiB.
+func (s *server) statusKiB(t testing.TB, field string) int {
+	t.Helper()
+	n, err := procStatusKiB(s.cmd.Process.Pid, field)
+	if err != nil {
+		t.Fatalf("server status: %v", err)
+	}
+	return n
 }
 
 // memoryGuard bounds the server's growth from now: it resets the peak (VmHWM, via clear_refs),
@@ -67,26 +74,25 @@ func (s *server) memoryGuard(t testing.TB, limitMiB int) (done func() (growthMiB
 				return
 			case <-tick.C:
 			}
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			n, err := procStatusKiB(pid, "VmRSS:")
 			if err != nil {
 				return
 			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-					if n, _ := strconv.Atoi(f[1]); (n-base)>>10 > limitMiB {
-						killedAt = n
-						t.Logf("the server grew from %d MiB to %d MiB, past the bound of +%d MiB: killing it", base>>10, n>>10, limitMiB)
-						s.cmd.Process.Kill()
-						return
-					}
-				}
+			if (n-base)>>10 > limitMiB {
+				killedAt = n
+				t.Logf("the server grew from %d MiB to %d MiB, past the bound of +%d MiB: killing it", base>>10, n>>10, limitMiB)
+				s.cmd.Process.Kill()
+				return
 			}
 		}
 	})
+	// A test that fails before calling done still stops the sampler (the server may outlive it).
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop); wg.Wait() }) }
+	t.Cleanup(halt)
 	return func() int {
 		t.Helper()
-		close(stop)
-		wg.Wait()
+		halt()
 		if killedAt > 0 {
 			t.Fatalf("the server grew from %d MiB past %d MiB (+%d MiB, the bound is +%d MiB): killed", base>>10, killedAt>>10, (killedAt-base)>>10, limitMiB)
 		}

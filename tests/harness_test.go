@@ -114,12 +114,13 @@ func childProcesses() []string {
 	return left
 }
 
-// needFlag skips t when the binary does not register a flag yet (a component not built yet).
+// needFlag fails t when `voiced serve -h` does not list a flag the test drives: every
+// component registers its flags, so a missing one is a regression, not a feature to come.
 func needFlag(t testing.TB, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if !serveFlags[n] {
-			t.Skipf("voiced serve has no --%s flag yet (the component that owns it is not registered)", n)
+			t.Fatalf("voiced serve has no --%s flag: the component that owns it no longer registers it", n)
 		}
 	}
 }
@@ -336,18 +337,11 @@ func (s *server) do(method, path, contentType string, body io.Reader) (int, []by
 	return resp.StatusCode, b
 }
 
-// routeMissing reports whether path is not served yet (404 from the fallback, or 501).
-func (s *server) routeMissing(method, path string) bool {
-	s.t.Helper()
-	code, _ := s.do(method, path, "application/json", strings.NewReader("{}"))
-	return code == http.StatusNotFound || code == http.StatusMethodNotAllowed || code == http.StatusNotImplemented
-}
-
 // jwt mints an HS256 principal token for sub (and org when not empty).
 func (s *server) jwt(sub, org string) string {
 	s.t.Helper()
 	if s.Secret == nil {
-		s.t.Skip("voiced serve has no --jwt-secret-file flag yet: principal JWTs cannot be minted")
+		s.t.Fatal("voiced serve has no --jwt-secret-file flag: principal JWTs cannot be minted")
 	}
 	b := jwt.NewBuilder().Expiration(time.Now().Add(10 * time.Minute)).IssuedAt(time.Now())
 	if sub != "" {

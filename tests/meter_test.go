@@ -17,9 +17,6 @@ import (
 func (s *server) usageOf(t testing.TB, principal string) (heard, spoken float64) {
 	t.Helper()
 	code, body := s.do("GET", "/v1/usage?principal="+principal, "", nil)
-	if code == http.StatusNotFound {
-		t.Skip("GET /v1/usage is not served yet (404)")
-	}
 	if code != http.StatusOK {
 		t.Fatalf("GET /v1/usage: %d %s", code, body)
 	}

@@ -1,12 +1,12 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -74,9 +74,6 @@ func silence24k(seconds float64) []int16 { return make([]int16, int(seconds*2400
 func (s *server) mintBeta(t testing.TB, jwt string) string {
 	t.Helper()
 	code, body := s.post(t, "/v1/realtime/sessions", jwt, `{"model":"gpt-4o-realtime-preview","voice":"alloy"}`)
-	if code == http.StatusNotFound {
-		t.Skip("POST /v1/realtime/sessions is not served yet (404)")
-	}
 	var r struct {
 		ClientSecret struct {
 			Value     string `json:"value"`
@@ -93,9 +90,6 @@ func (s *server) mintBeta(t testing.TB, jwt string) string {
 func (s *server) mintGA(t testing.TB, jwt string) string {
 	t.Helper()
 	code, body := s.post(t, "/v1/realtime/client_secrets", jwt, `{"expires_after":{"anchor":"created_at","seconds":60},"session":{"type":"realtime","model":"gpt-realtime"}}`)
-	if code == http.StatusNotFound {
-		t.Skip("POST /v1/realtime/client_secrets is not served yet (404)")
-	}
 	var r struct {
 		Value     string          `json:"value"`
 		ExpiresAt int64           `json:"expires_at"`
@@ -109,6 +103,13 @@ func (s *server) mintGA(t testing.TB, jwt string) string {
 
 func (s *server) post(t testing.TB, path, bearer, body string) (int, []byte) {
 	t.Helper()
+	code, b, _ := s.postHeader(t, path, bearer, body)
+	return code, b
+}
+
+// postHeader posts a JSON body with a bearer and returns the status, the body and the headers.
+func (s *server) postHeader(t testing.TB, path, bearer, body string) (int, []byte, http.Header) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", s.Base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+bearer)
 	req.Header.Set("Content-Type", "application/json")
@@ -117,9 +118,8 @@ func (s *server) post(t testing.TB, path, bearer, body string) (int, []byte) {
 		t.Fatalf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.Bytes()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
 }
 
 // ---- a raw realtime socket holding the strict client's rules ----
@@ -187,9 +187,6 @@ func (s *server) dialRealtime(t testing.TB, bearer string, beta bool) *rtConn {
 		HTTPClient: s.Client, HTTPHeader: h, Subprotocols: []string{"realtime"},
 	})
 	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusNotFound {
-			t.Skip("WS /v1/realtime is not served yet (404)")
-		}
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode

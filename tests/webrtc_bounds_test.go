@@ -225,6 +225,18 @@ func TestWebRTCDataChannelBounds(t *testing.T) {
 		e, _ := evs[len(evs)-1]["error"].(map[string]any)
 		return e
 	}
+	// turnAfter: a refusal leaves the call going on, so a text turn after it completes.
+	turnAfter := func(t *testing.T, text string) {
+		item, _ := json.Marshal(map[string]any{"type": "conversation.item.create", "item": map[string]any{
+			"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}}})
+		c.dc.SendText(string(item))
+		c.dc.SendText(`{"type":"response.create"}`)
+		evs := c.until(t, "response.done", 30*time.Second)
+		if st := evs[len(evs)-1]["response"].(map[string]any)["status"]; st != "completed" {
+			t.Errorf("the turn after: response.done %v", st)
+		}
+		c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+	}
 
 	t.Run("client message over 256 KiB", func(t *testing.T) {
 		over := `{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"` +
@@ -236,13 +248,7 @@ func TestWebRTCDataChannelBounds(t *testing.T) {
 		if e["code"] != "invalid_event" || !strings.Contains(fmt.Sprint(e["message"]), fmt.Sprint(rtc.MaxEventMessage)) {
 			t.Errorf("a %d-byte message: error %v, want invalid_event naming %d", len(over), e, rtc.MaxEventMessage)
 		}
-		c.dc.SendText(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Hello there."}]}}`)
-		c.dc.SendText(`{"type":"response.create"}`)
-		evs := c.until(t, "response.done", 30*time.Second)
-		if st := evs[len(evs)-1]["response"].(map[string]any)["status"]; st != "completed" {
-			t.Errorf("the turn after: response.done %v", st)
-		}
-		c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+		turnAfter(t, "Hello there.")
 	})
 
 	t.Run("server event over the client's max-message-size", func(t *testing.T) {
@@ -276,13 +282,7 @@ func TestWebRTCDataChannelBounds(t *testing.T) {
 				break
 			}
 		}
-		c.dc.SendText(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Still there?"}]}}`)
-		c.dc.SendText(`{"type":"response.create"}`)
-		evs := c.until(t, "response.done", 30*time.Second)
-		if st := evs[len(evs)-1]["response"].(map[string]any)["status"]; st != "completed" {
-			t.Errorf("the turn after: response.done %v", st)
-		}
-		c.until(t, "output_audio_buffer.stopped", 30*time.Second)
+		turnAfter(t, "Still there?")
 	})
 
 	t.Run("sideband sockets per call", func(t *testing.T) {

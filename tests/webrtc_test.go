@@ -471,7 +471,7 @@ func TestWebRTCRefusals(t *testing.T) {
 			}
 		})
 	}
-	if s.logs.has("level=ERROR") {
+	if s.logs.has(`"level":"ERROR"`) {
 		t.Errorf("a refused offer was logged at ERROR:\n%s", s.logs)
 	}
 	// Nothing mounted: the call is refused like the socket.
