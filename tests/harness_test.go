@@ -128,12 +128,11 @@ func needFlag(t testing.TB, names ...string) {
 // ---- the server under test ----
 
 type serverOpts struct {
-	TLS      bool
-	NoMount  bool
-	DataDir  string   // "" = a fresh t.TempDir()
-	Args     []string // extra serve flags
-	NoSecret bool     // do not pass --jwt-secret-file even when the binary has it
-	Token    string   // the service token; "" = a fresh random one
+	TLS     bool
+	NoMount bool
+	DataDir string   // "" = a fresh t.TempDir()
+	Args    []string // extra serve flags
+	Token   string   // the service token; "" = a fresh random one
 }
 
 type server struct {
@@ -174,14 +173,13 @@ func startServer(t testing.TB, o serverOpts) *server {
 	if !o.NoMount {
 		args = append(args, "--speech-assets", fixtureDir)
 	}
-	if serveFlags["jwt-secret-file"] && !o.NoSecret {
-		s.Secret = secretOnce
-		secretFile := filepath.Join(dir, "jwt.secret")
-		if err := os.WriteFile(secretFile, s.Secret, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "--jwt-secret-file", secretFile)
+	// Principal JWTs: every server takes the harness's HS256 secret.
+	s.Secret = secretOnce
+	secretFile := filepath.Join(dir, "jwt.secret")
+	if err := os.WriteFile(secretFile, s.Secret, 0o600); err != nil {
+		t.Fatal(err)
 	}
+	args = append(args, "--jwt-secret-file", secretFile)
 	if o.TLS {
 		cert, key, err := testCA.leaf(dir)
 		if err != nil {
@@ -340,9 +338,6 @@ func (s *server) do(method, path, contentType string, body io.Reader) (int, []by
 // jwt mints an HS256 principal token for sub (and org when not empty).
 func (s *server) jwt(sub, org string) string {
 	s.t.Helper()
-	if s.Secret == nil {
-		s.t.Fatal("voiced serve has no --jwt-secret-file flag: principal JWTs cannot be minted")
-	}
 	b := jwt.NewBuilder().Expiration(time.Now().Add(10 * time.Minute)).IssuedAt(time.Now())
 	if sub != "" {
 		b = b.Subject(sub)

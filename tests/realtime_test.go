@@ -21,7 +21,6 @@ import (
 // --jwt-secret-file); the test skips until it is.
 func startRealtime(t *testing.T, o serverOpts) *server {
 	t.Helper()
-	needFlag(t, "jwt-secret-file")
 	return startServer(t, o)
 }
 

@@ -19,7 +19,6 @@ func TestSoakShort(t *testing.T) {
 		t.Skip("the soak takes about 45 s")
 	}
 	checkLeaks(t)
-	needFlag(t, "jwt-secret-file")
 	dir := t.TempDir()
 	bench := filepath.Join(dir, "voiced-bench")
 	if out, err := exec.Command("go", "build", "-o", bench, "../cmd/voiced-bench").CombinedOutput(); err != nil {
