@@ -120,10 +120,6 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // refused by name already
 	}
 	defer done()
-	idle := d.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultSpeakIdle
-	}
 	defer d.svc.opened("speak")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &speakSession{
@@ -134,7 +130,7 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		queue:    make(chan speakPiece, speakQueuePieces),
 		settings: speakSettings{splitChars: DefaultSplitChars},
 	}
-	s.idle = newIdleWatch(idle, func() bool { return s.pending.Load() > 0 })
+	s.idle = newIdleWatch(d.IdleTimeout, func() bool { return s.pending.Load() > 0 })
 	s.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: DefaultSplitChars})
 	s.run(ctx, d.svc.Sockets.Draining())
 }
