@@ -110,9 +110,7 @@ func TestTranscriptPushesAndClose(t *testing.T) {
 	}
 	// Behind the acks, the first utterance is committed (a second of later speech follows its
 	// pause) and its audio freed: the window holds only what came after it.
-	h.transcripts.mu.Lock()
-	tr := h.transcripts.sessions[id]
-	h.transcripts.mu.Unlock()
+	tr := h.transcript(id)
 	later := 0
 	for _, u := range utterances[1:] {
 		later += len(u)
@@ -237,9 +235,7 @@ func TestTranscriptPushRefusedWhileBehind(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()
-	h.transcripts.mu.Lock()
-	tr := h.transcripts.sessions[id]
-	h.transcripts.mu.Unlock()
+	tr := h.transcript(id)
 	tr.mu.Lock()
 	tr.window = make([]float32, 30*audio.WhisperSampleRate) // the decoder has not caught up
 	tr.mu.Unlock()
@@ -308,9 +304,7 @@ func TestTranscriptOnePushAtATime(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()
-	h.transcripts.mu.Lock()
-	tr := h.transcripts.sessions[id]
-	h.transcripts.mu.Unlock()
+	tr := h.transcript(id)
 
 	release := stalledPush(t, h.srv.URL+"/v1/audio/transcript/"+id, -1)
 	waitFor(t, "the first push to be taking", func() bool {
