@@ -367,3 +367,34 @@ func TestTranscriptPushBudget(t *testing.T) {
 	}
 	waitFor(t, "the budget to come back", taken(0))
 }
+
+// A chunked push (no declared length) over 4 MiB is refused as a declared one is, by the bytes
+// read: frame_too_large, and the budget it took comes back.
+func TestTranscriptChunkedPushTooLarge(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	c := transcriptClient{t: t, url: h.srv.URL}
+	id := c.open()
+	req, _ := http.NewRequest("POST", h.srv.URL+"/v1/audio/transcript/"+id, io.LimitReader(zeros{}, FrameLimit+2))
+	req.ContentLength = -1 // chunked
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	if msg, _ := m["message"].(string); resp.StatusCode != http.StatusRequestEntityTooLarge || m["name"] != "frame_too_large" || !strings.Contains(msg, "push may carry at most 4 MiB") {
+		t.Fatalf("a chunked push over 4 MiB: %d %v, want 413 frame_too_large naming the push bound", resp.StatusCode, m)
+	}
+	waitFor(t, "the push budget to come back", func() bool {
+		h.transcripts.mu.Lock()
+		defer h.transcripts.mu.Unlock()
+		return h.transcripts.pushing == 0
+	})
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
