@@ -293,7 +293,17 @@ func (s *speakSession) reconcileText() {
 	s.textHeld = want
 }
 
-// pieceDone gives back a piece's text once it is spoken, dropped or cancelled.
+// pieceQueued counts a piece about to be queued: pending (the socket is not idle) and its text
+// queued.
+func (s *speakSession) pieceQueued(p speakPiece) {
+	s.pending.Add(1)
+	s.textMu.Lock()
+	s.textQueued += int64(len(p.text))
+	s.textMu.Unlock()
+}
+
+// pieceDone undoes pieceQueued once a piece is spoken, dropped or cancelled, and gives its text
+// back to the node's budget.
 func (s *speakSession) pieceDone(p speakPiece) {
 	n := int64(len(p.text))
 	s.textMu.Lock()
@@ -301,6 +311,7 @@ func (s *speakSession) pieceDone(p speakPiece) {
 	s.textHeld -= n
 	s.svc.text.give(n)
 	s.textMu.Unlock()
+	s.pending.Add(-1)
 }
 
 // handle applies one client message; a returned error is sent as a named error frame.
@@ -375,15 +386,10 @@ func (s *speakSession) enqueue(ctx context.Context, pieces ...string) {
 		s.mu.Lock()
 		gen := s.gen
 		s.mu.Unlock()
-		s.pending.Add(1)
-		s.textMu.Lock()
-		s.textQueued += int64(len(text))
-		s.textMu.Unlock()
-		if !s.send(ctx, speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings, at: time.Now()}) {
-			s.pending.Add(-1)
-			s.textMu.Lock()
-			s.textQueued -= int64(len(text))
-			s.textMu.Unlock()
+		p := speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings, at: time.Now()}
+		s.pieceQueued(p)
+		if !s.send(ctx, p) {
+			s.pieceDone(p)
 			return
 		}
 		s.pieces++
@@ -417,7 +423,6 @@ func (s *speakSession) cancel() {
 				markers = append(markers, p)
 			} else {
 				s.pieceDone(p)
-				s.pending.Add(-1)
 			}
 			continue
 		default:
@@ -443,7 +448,6 @@ func (s *speakSession) speak(ctx context.Context) {
 		}
 		s.speakPiece(ctx, p)
 		s.pieceDone(p)
-		s.pending.Add(-1)
 		s.poke()
 	}
 }
