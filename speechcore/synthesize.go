@@ -42,8 +42,8 @@ const (
 	// nothing is dropped. A socket so holds less than ttsQueueBytes plus one chunk of audio (at
 	// most kokoro.MaxPhonemes' worth, one model call). 1 MiB is 22 s of audio, more than a
 	// client needs buffered ahead of playback; the kernel's send buffer holds more still. Before
-	// it the queue was bounded by frames only: 8 (synthesize) or 16 (speak) chunks of up to
-	// ~1.6 MB each, per socket.
+	// it the queue was bounded by frames only: ttsQueueFrames (16) chunks of up to ~1.6 MB
+	// each, per socket, on both doors.
 	ttsQueueBytes = 1 << 20
 )
 
