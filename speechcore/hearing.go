@@ -64,7 +64,6 @@ func (s *Service) hearingRoutes() {
 	s.Handle("DELETE /v1/audio/transcript/{id}", http.HandlerFunc(s.transcripts.Close))
 }
 
-// transcriptionError maps an engine error to what a client is shown.
 // logDecodeFailure logs a failed decode: a refusal by name (the queue, a shutdown) is what a busy
 // node does for its clients, a warning; anything else is the server's fault.
 func logDecodeFailure(log *slog.Logger, msg string, err error, attrs ...any) {
@@ -76,6 +75,7 @@ func logDecodeFailure(log *slog.Logger, msg string, err error, attrs ...any) {
 	log.Error(msg, append(attrs, "err", err)...)
 }
 
+// transcriptionError maps an engine error to what a client is shown.
 func transcriptionError(err error) *door.Refusal {
 	var r *door.Refusal
 	switch {

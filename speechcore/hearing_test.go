@@ -40,6 +40,13 @@ type hearingServer struct {
 	transcripts *TranscriptDoor
 }
 
+// transcript is the open transcript id on the server.
+func (h *hearingServer) transcript(id string) *transcript {
+	h.transcripts.mu.Lock()
+	defer h.transcripts.mu.Unlock()
+	return h.transcripts.sessions[id]
+}
+
 func newHearingServer(t testing.TB, cfg Config) *hearingServer {
 	t.Helper()
 	lib := ortenv.LibPathFromEnv()

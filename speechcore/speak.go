@@ -120,10 +120,6 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // refused by name already
 	}
 	defer done()
-	idle := d.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultSpeakIdle
-	}
 	defer d.svc.opened("speak")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &speakSession{
@@ -134,7 +130,7 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		queue:    make(chan speakPiece, speakQueuePieces),
 		settings: speakSettings{splitChars: DefaultSplitChars},
 	}
-	s.idle = newIdleWatch(idle, func() bool { return s.pending.Load() > 0 })
+	s.idle = newIdleWatch(d.IdleTimeout, func() bool { return s.pending.Load() > 0 })
 	s.splitter = kokoro.NewSplitter(kokoro.SplitterOptions{FirstAlone: true, SplitChars: DefaultSplitChars})
 	s.run(ctx, d.svc.Sockets.Draining())
 }
@@ -297,7 +293,17 @@ func (s *speakSession) reconcileText() {
 	s.textHeld = want
 }
 
-// pieceDone gives back a piece's text once it is spoken, dropped or cancelled.
+// pieceQueued counts a piece about to be queued: pending (the socket is not idle) and its text
+// queued.
+func (s *speakSession) pieceQueued(p speakPiece) {
+	s.pending.Add(1)
+	s.textMu.Lock()
+	s.textQueued += int64(len(p.text))
+	s.textMu.Unlock()
+}
+
+// pieceDone undoes pieceQueued once a piece is spoken, dropped or cancelled, and gives its text
+// back to the node's budget.
 func (s *speakSession) pieceDone(p speakPiece) {
 	n := int64(len(p.text))
 	s.textMu.Lock()
@@ -305,6 +311,7 @@ func (s *speakSession) pieceDone(p speakPiece) {
 	s.textHeld -= n
 	s.svc.text.give(n)
 	s.textMu.Unlock()
+	s.pending.Add(-1)
 }
 
 // handle applies one client message; a returned error is sent as a named error frame.
@@ -379,15 +386,10 @@ func (s *speakSession) enqueue(ctx context.Context, pieces ...string) {
 		s.mu.Lock()
 		gen := s.gen
 		s.mu.Unlock()
-		s.pending.Add(1)
-		s.textMu.Lock()
-		s.textQueued += int64(len(text))
-		s.textMu.Unlock()
-		if !s.send(ctx, speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings, at: time.Now()}) {
-			s.pending.Add(-1)
-			s.textMu.Lock()
-			s.textQueued -= int64(len(text))
-			s.textMu.Unlock()
+		p := speakPiece{gen: gen, index: s.pieces, text: text, settings: s.settings, at: time.Now()}
+		s.pieceQueued(p)
+		if !s.send(ctx, p) {
+			s.pieceDone(p)
 			return
 		}
 		s.pieces++
@@ -421,7 +423,6 @@ func (s *speakSession) cancel() {
 				markers = append(markers, p)
 			} else {
 				s.pieceDone(p)
-				s.pending.Add(-1)
 			}
 			continue
 		default:
@@ -447,7 +448,6 @@ func (s *speakSession) speak(ctx context.Context) {
 		}
 		s.speakPiece(ctx, p)
 		s.pieceDone(p)
-		s.pending.Add(-1)
 		s.poke()
 	}
 }

@@ -42,8 +42,8 @@ const (
 	// nothing is dropped. A socket so holds less than ttsQueueBytes plus one chunk of audio (at
 	// most kokoro.MaxPhonemes' worth, one model call). 1 MiB is 22 s of audio, more than a
 	// client needs buffered ahead of playback; the kernel's send buffer holds more still. Before
-	// it the queue was bounded by frames only: 8 (synthesize) or 16 (speak) chunks of up to
-	// ~1.6 MB each, per socket.
+	// it the queue was bounded by frames only: ttsQueueFrames (16) chunks of up to ~1.6 MB
+	// each, per socket, on both doors.
 	ttsQueueBytes = 1 << 20
 )
 
@@ -402,7 +402,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer d.svc.opened("synthesize")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
-	s.idle = newIdleWatch(d.IdleTimeout, s.isSpeaking)
+	s.idle = newIdleWatch(d.IdleTimeout, nil) // closeIdle declines while an utterance is spoken
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
 		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,
@@ -426,13 +426,8 @@ type synthSession struct {
 	idled    bool // the idle watcher is closing the socket: no utterance starts
 }
 
-func (s *synthSession) isSpeaking() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.speaking
-}
-
-// closeIdle closes the socket for idleness unless an utterance began meanwhile.
+// closeIdle closes the socket for idleness unless an utterance is being spoken (or shutdown
+// began): then it declines and the idle period starts again.
 func (s *synthSession) closeIdle(ctx context.Context) bool {
 	s.mu.Lock()
 	if s.speaking || s.draining {

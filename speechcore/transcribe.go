@@ -416,20 +416,39 @@ func (s *transcribeSession) endSegment(ctx context.Context) {
 // endStream closes the segment state at the end of the read loop; audio not yet finalised is
 // decoded (a client that closes mid-utterance still gets its words).
 func (s *transcribeSession) endStream(ctx context.Context) {
+	if j, ok := s.stopTaking(false); ok && j != nil {
+		s.queueFinal(ctx, *j) // the decoder is still running; run closes finals after this
+	}
+}
+
+// stopTaking closes the segment state: no more audio is taken. It returns the open segment's
+// final, cut, when it holds audio (or always, with empty), else nil; ok is false, and nothing is
+// cut, when the session was closed already (drain, idle or the end of the read loop).
+func (s *transcribeSession) stopTaking(empty bool) (final *sttJob, ok bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		return
+		return nil, false
 	}
 	s.closed = true
-	var j sttJob
-	pending := len(s.seg) > 0
-	if pending {
-		j = s.cutLocked()
+	if !empty && len(s.seg) == 0 {
+		return nil, true
 	}
-	s.mu.Unlock()
-	if pending {
-		s.queueFinal(ctx, j) // the decoder is still running; run closes finals after this
+	j := s.cutLocked()
+	return &j, true
+}
+
+// sendFinal queues a final and waits until the decoder has sent it; false when ctx ended first.
+func (s *transcribeSession) sendFinal(ctx context.Context, j sttJob) bool {
+	j.done = make(chan struct{})
+	if !s.queueFinal(ctx, j) {
+		return false
+	}
+	select {
+	case <-j.done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -447,28 +466,12 @@ func (s *transcribeSession) queueFinal(ctx context.Context, j sttJob) bool {
 // closeIdle ends a socket that was idle: the open segment's final, when it holds audio, is
 // decoded and sent (the client paid for it), then an idle_timeout error and a 1008 close.
 func (s *transcribeSession) closeIdle(ctx context.Context) bool {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	j, ok := s.stopTaking(false)
+	if !ok {
 		return true // draining or ended: someone else closes
 	}
-	s.closed = true
-	var j sttJob
-	pending := len(s.seg) > 0
-	if pending {
-		j = s.cutLocked()
-	}
-	s.mu.Unlock()
-	if pending {
-		j.done = make(chan struct{})
-		if !s.queueFinal(ctx, j) {
-			return true
-		}
-		select {
-		case <-j.done:
-		case <-ctx.Done():
-			return true
-		}
+	if j != nil && !s.sendFinal(ctx, *j) {
+		return true
 	}
 	s.send(ctx, door.Frame(ErrIdleTimeout))
 	s.send(ctx, closeFrame{code: websocket.StatusPolicyViolation, reason: ErrIdleTimeout.Name})
@@ -485,21 +488,8 @@ func (s *transcribeSession) watchDrain(ctx context.Context, draining <-chan stru
 	case <-ctx.Done():
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	j := s.cutLocked()
-	s.mu.Unlock()
-	j.done = make(chan struct{})
-	if !s.queueFinal(ctx, j) {
-		return
-	}
-	select {
-	case <-j.done:
-	case <-ctx.Done():
+	j, ok := s.stopTaking(true)
+	if !ok || !s.sendFinal(ctx, *j) {
 		return
 	}
 	s.send(ctx, closeFrame{code: websocket.StatusGoingAway, reason: door.ErrShuttingDown.Name})

@@ -268,20 +268,14 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 		t.taking = false
 		t.mu.Unlock()
 	}()
-	tooLarge := door.Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept")
 	if r.ContentLength > FrameLimit {
-		door.WriteError(w, tooLarge)
+		door.WriteError(w, errPushTooLarge)
 		return
 	}
 	body, held, refusal := d.readPush(r.Body, r.ContentLength)
 	defer d.givePush(held)
 	if refusal != nil {
-		if refusal.Reason != "" {
-			d.svc.countRefusal(refusal)
-		}
-		if refusal == ErrFrameTooLarge {
-			refusal = tooLarge
-		}
+		d.svc.countRefusal(refusal) // only the node's budget has a reason to count
 		door.WriteError(w, refusal)
 		return
 	}
@@ -335,10 +329,13 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: heard})
 }
 
+// errPushTooLarge refuses a push body over FrameLimit, declared or read.
+var errPushTooLarge = door.Refuse(ErrFrameTooLarge, "a push may carry at most 4 MiB; it was not taken, earlier audio is kept")
+
 // readPush reads a push's body, taking its bytes from the node's PushBytes first: all of
 // size when the client declared it (≥ 0), else transcriptReadStep at a time as they arrive.
 // held is what was taken (give it back with givePush, refused or not). A body over FrameLimit is
-// ErrFrameTooLarge.
+// errPushTooLarge.
 func (d *TranscriptDoor) readPush(body io.Reader, size int64) (data []byte, held int64, refusal *door.Refusal) {
 	if size >= 0 {
 		if !d.takePush(size) {
@@ -354,7 +351,7 @@ func (d *TranscriptDoor) readPush(body io.Reader, size int64) (data []byte, held
 		if int64(len(data)) == held {
 			step := min(transcriptReadStep, FrameLimit+1-held)
 			if step <= 0 {
-				return nil, held, ErrFrameTooLarge
+				return nil, held, errPushTooLarge
 			}
 			if !d.takePush(step) {
 				return nil, held, ErrTranscriptPushesFull
@@ -372,7 +369,7 @@ func (d *TranscriptDoor) readPush(body io.Reader, size int64) (data []byte, held
 		}
 	}
 	if len(data) > FrameLimit {
-		return nil, held, ErrFrameTooLarge
+		return nil, held, errPushTooLarge
 	}
 	return data, held, nil
 }

@@ -110,9 +110,7 @@ func TestTranscriptPushesAndClose(t *testing.T) {
 	}
 	// Behind the acks, the first utterance is committed (a second of later speech follows its
 	// pause) and its audio freed: the window holds only what came after it.
-	h.transcripts.mu.Lock()
-	tr := h.transcripts.sessions[id]
-	h.transcripts.mu.Unlock()
+	tr := h.transcript(id)
 	later := 0
 	for _, u := range utterances[1:] {
 		later += len(u)
@@ -237,9 +235,7 @@ func TestTranscriptPushRefusedWhileBehind(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()
-	h.transcripts.mu.Lock()
-	tr := h.transcripts.sessions[id]
-	h.transcripts.mu.Unlock()
+	tr := h.transcript(id)
 	tr.mu.Lock()
 	tr.window = make([]float32, 30*audio.WhisperSampleRate) // the decoder has not caught up
 	tr.mu.Unlock()
@@ -308,9 +304,7 @@ func TestTranscriptOnePushAtATime(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()
-	h.transcripts.mu.Lock()
-	tr := h.transcripts.sessions[id]
-	h.transcripts.mu.Unlock()
+	tr := h.transcript(id)
 
 	release := stalledPush(t, h.srv.URL+"/v1/audio/transcript/"+id, -1)
 	waitFor(t, "the first push to be taking", func() bool {
@@ -373,3 +367,34 @@ func TestTranscriptPushBudget(t *testing.T) {
 	}
 	waitFor(t, "the budget to come back", taken(0))
 }
+
+// A chunked push (no declared length) over 4 MiB is refused as a declared one is, by the bytes
+// read: frame_too_large, and the budget it took comes back.
+func TestTranscriptChunkedPushTooLarge(t *testing.T) {
+	checkNoLeaks(t)
+	h := newHearingServer(t, Config{})
+	c := transcriptClient{t: t, url: h.srv.URL}
+	id := c.open()
+	req, _ := http.NewRequest("POST", h.srv.URL+"/v1/audio/transcript/"+id, io.LimitReader(zeros{}, FrameLimit+2))
+	req.ContentLength = -1 // chunked
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	if msg, _ := m["message"].(string); resp.StatusCode != http.StatusRequestEntityTooLarge || m["name"] != "frame_too_large" || !strings.Contains(msg, "push may carry at most 4 MiB") {
+		t.Fatalf("a chunked push over 4 MiB: %d %v, want 413 frame_too_large naming the push bound", resp.StatusCode, m)
+	}
+	waitFor(t, "the push budget to come back", func() bool {
+		h.transcripts.mu.Lock()
+		defer h.transcripts.mu.Unlock()
+		return h.transcripts.pushing == 0
+	})
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -284,7 +284,7 @@ func (u *upload) take(part io.Reader) error {
 	return nil
 }
 
-// uploadBlock is how much of the upload is decoded (and resampled) at a time: one second.
+// uploadBlockSeconds is how much of the upload is decoded (and resampled) at a time: one second.
 const uploadBlockSeconds = 1
 
 // uploadAudio yields an upload's audio as 16 kHz mono windows of at most audio.WhisperSamples,

@@ -230,23 +230,9 @@ func TestUploadWindowsMatchWholeResample(t *testing.T) {
 		if refusal != nil {
 			t.Fatal(refusal)
 		}
-		var got []float32
-		windows := 0
-		for {
-			w, err := src.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if windows++; len(w) > audio.WhisperSamples {
-				t.Fatalf("%d Hz: window of %d samples", rate, len(w))
-			}
-			got = append(got, w...)
-		}
-		if windows != 3 || !slices.Equal(got, want) {
-			t.Fatalf("%d Hz: %d windows, %d samples, want 3 windows of the whole resampled (%d samples)", rate, windows, len(got), len(want))
+		windows := readWindows(t, src)
+		if got := slices.Concat(windows...); len(windows) != 3 || !slices.Equal(got, want) {
+			t.Fatalf("%d Hz: %d windows, %d samples, want 3 windows of the whole resampled (%d samples)", rate, len(windows), len(got), len(want))
 		}
 	}
 }
@@ -265,22 +251,28 @@ func FuzzDecodeUpload(f *testing.F) {
 			}
 			return
 		}
-		total := 0
-		for {
-			window, err := src.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(window) == 0 || len(window) > audio.WhisperSamples {
-				t.Fatalf("a window of %d samples", len(window))
-			}
-			total += len(window)
-		}
-		if total == 0 {
+		if len(readWindows(t, src)) == 0 {
 			t.Fatal("no audio and no refusal")
 		}
 	})
+}
+
+// readWindows reads an upload's windows to the end; each must hold 1 to audio.WhisperSamples
+// samples.
+func readWindows(t testing.TB, src *uploadAudio) [][]float32 {
+	t.Helper()
+	var windows [][]float32
+	for {
+		w, err := src.next()
+		if errors.Is(err, io.EOF) {
+			return windows
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w) == 0 || len(w) > audio.WhisperSamples {
+			t.Fatalf("a window of %d samples", len(w))
+		}
+		windows = append(windows, w)
+	}
 }

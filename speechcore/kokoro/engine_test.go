@@ -209,10 +209,11 @@ func TestSpeakBreaksUnpunctuatedText(t *testing.T) {
 	}
 }
 
-// No chunk is more than one model call's audio, whatever the text (issue 18 hunt): 396
+// No chunk is more than one model call's audio, whatever the text (issue 18 hunt): 395
 // characters of digits (or 398 of percentages) are one part by length, but Normalize spells them
-// out to ~3,600 (~2,000) characters: before, one chunk of several model calls, held whole. Each chunk is at most MaxPhonemes, its audio decodes to them, and the
-// chunks' phonemes are what the whole text's are.
+// out to ~3,600 (~2,000) characters: before, one chunk of several model calls, held whole. Each
+// chunk is at most MaxPhonemes, its audio decodes to them, and the chunks' phonemes are what the
+// whole text's are.
 func TestSpeakBoundsEachChunk(t *testing.T) {
 	e := engine(t)
 	for name, text := range map[string]string{
