@@ -443,7 +443,7 @@ func (run *replyRun) say(piece string) error {
 			if c.media.Player != nil {
 				// Over a player the seconds are what it plays: takePlayed counts and spends them
 				// (in meterNow, and each second), so nothing is reserved here.
-				if err := run.sendAudio(piece, pcm[:n]); err != nil {
+				if err := run.play(piece, pcm[:n]); err != nil {
 					return err
 				}
 				c.meterNow()
@@ -524,16 +524,6 @@ func (run *replyRun) synthesize(piece string, emit func([]int16) error) error {
 		}
 	}
 	return run.c.engines.Voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
-}
-
-// sendAudio hands one delta's audio (24 kHz) on: to the transport's player, or as a
-// response.output_audio.delta event in the output format.
-func (run *replyRun) sendAudio(piece string, pcm []int16) error {
-	if run.c.media.Player != nil {
-		return run.play(piece, pcm)
-	}
-	run.emitAudio(run.encode(pcm))
-	return nil
 }
 
 // emitAudio sends one audio delta event and keeps its bytes on the message for retrieve.
