@@ -82,21 +82,28 @@ func (c *conversation) writeLoop() {
 // send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
 // when the session ends. Safe from any goroutine.
 func (c *conversation) send(ev wire.ServerEvent) {
-	if c.closed.Load() {
-		return
-	}
-	b, err := c.enc.Encode(ev)
-	if err != nil {
-		c.log.Error("encode server event", "err", err)
-		return
-	}
+	b := c.encodeEvent(ev)
 	if b == nil {
-		return // the dialect has no such event
+		return
 	}
 	if _, audio := ev.(wire.ResponseAudioDelta); audio {
 		c.answered()
 	}
 	c.enqueue(frame{data: b})
+}
+
+// encodeEvent encodes ev for the writer: nil when nothing is to be sent (a close is queued, the
+// dialect has no such event, or it could not be encoded: logged).
+func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
+	if c.closed.Load() {
+		return nil
+	}
+	b, err := c.enc.Encode(ev)
+	if err != nil {
+		c.log.Error("encode server event", "err", err)
+		return nil
+	}
+	return b
 }
 
 // enqueue hands f to the writer: it waits while outQueueBytes are queued (the writer, which ends
@@ -164,12 +171,8 @@ func (c *conversation) dequeued(n int) {
 // conversation's bytes), so that a client asking for them faster than it reads holds one in the
 // queue, not outQueue of them.
 func (c *conversation) sendWritten(ev wire.ServerEvent) {
-	if c.closed.Load() {
-		return
-	}
-	b, err := c.enc.Encode(ev)
-	if err != nil || b == nil {
-		c.send(ev) // logged there
+	b := c.encodeEvent(ev)
+	if b == nil {
 		return
 	}
 	f := frame{data: b, written: make(chan struct{})}
