@@ -17,8 +17,8 @@ const outQueue = 256
 // outQueueBytes bounds the bytes of those events (an event larger than it waits for an empty
 // queue and goes alone). A small client event may ask for a large one: with 512 KiB of
 // instructions and 512 KiB of tools, each session.update of a few bytes is answered with ~1 MiB,
-// and 256 of them queued for a client that reads nothing held 256 MiB. 4 MiB is many seconds of
-// reply audio ahead of a client that reads (a sentence's delta is tens of KiB).
+// and 256 of them queued for a client that reads nothing held 256 MiB. 4 MiB is about a minute of
+// reply audio ahead of a client that reads (a 200 ms delta is ~13 KiB of base64 JSON).
 const outQueueBytes = 4 << 20
 
 // slowClientTimeout is how long a full queue may stay full before the conversation is ended.

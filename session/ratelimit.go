@@ -104,8 +104,8 @@ const (
 	DefaultEventBytes = 1 << 20
 	// DefaultEventBytesBurst is how many bytes it may send at once: the socket's ReadLimit, so a
 	// principal that has not spent its budget may send any one event the socket accepts (an
-	// item.create restoring a minute of past audio is 2.9 MB of base64; an input_image data URI
-	// a few MB).
+	// item.create restoring a minute of past pcm16 24 kHz audio is 3.8 MB of base64; an
+	// input_image data URI a few MB).
 	DefaultEventBytesBurst = ReadLimit
 	// MinEventBytesBurst is the smallest burst the Config accepts: below it the longest
 	// session.update wire allows (instructions and tools, 512 KiB each) could never be sent.
