@@ -580,9 +580,6 @@ func (run *replyRun) addToConversation(e *entry) {
 		return
 	}
 	prev := run.c.appendEntry(e, "")
-	run.c.mu.Lock()
-	run.c.recount(e)
-	run.c.mu.Unlock()
 	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
@@ -627,9 +624,7 @@ func (run *replyRun) finish(err error) {
 		if e == run.msg && !e.truncated {
 			e.item.Content = []wire.ContentPart{run.contentPart()}
 		}
-		if !r.outOfBand && c.byID[e.item.ID] == e {
-			c.recount(e) // the reply's text and calls, now whole
-		}
+		c.recount(e) // the reply's text and calls, now whole
 		it := cloneItem(e.item)
 		prev := ""
 		if j := slices.Index(c.items, e); j > 0 {
