@@ -271,7 +271,7 @@ func (c *conversation) receive(in Inbound) {
 		}
 		ev, err := wire.DecodeGeneral(in.Event, c.dialect)
 		if _, audio := ev.(*wire.InputAudioBufferAppend); audio && err == nil {
-			c.srv.eventBytes.giveBack(c.grant.Principal.Subject, len(in.Event))
+			c.srv.eventBytes.giveBack(c.grant.Principal.Subject, float64(len(in.Event)))
 		} else {
 			id := ""
 			if ev != nil {

@@ -380,9 +380,8 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.input.format}
-	prev := c.appendEntry(e, "")
+	prev := c.appendEntry(e, "") // counts the item, not its audio (keptAudio bounds that)
 	c.mu.Lock()
-	c.recount(e) // the item, not its audio (keptAudio bounds that)
 	c.trimKeptAudio(e)
 	c.mu.Unlock()
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
@@ -419,9 +418,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 	}
 	c.mu.Lock()
 	e.item.Content[0].Transcript = &text
-	if c.byID[e.item.ID] == e {
-		c.recount(e) // a deleted item's bytes were given back: nothing to count
-	}
+	c.recount(e)
 	c.mu.Unlock()
 	if report {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,

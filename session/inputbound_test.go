@@ -16,6 +16,22 @@ func manualSession() map[string]any {
 		"audio": map[string]any{"input": map[string]any{"turn_detection": nil, "transcription": map[string]any{"model": "whisper-1"}}}}}
 }
 
+// manualTurns starts a conversation on media that hears "hi" in every turn and switches it to
+// manual turns (manualSession); it ends with the test.
+func manualTurns(t *testing.T, media Media) *fakeTransport {
+	leakCheck(t)
+	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newFakeTransport(t, media)
+	converse(t, s, tr)
+	tr.until("session.created")
+	tr.event(manualSession())
+	tr.until("session.updated")
+	return tr
+}
+
 // retrievedAudio retrieves item id and returns its first part's audio bytes and transcript.
 func retrievedAudio(t *testing.T, tr *fakeTransport, id string) (audioBytes int, transcript any) {
 	t.Helper()
@@ -37,16 +53,7 @@ func retrievedAudio(t *testing.T, tr *fakeTransport, id string) (audioBytes int,
 // committed whole, and a commit makes room again. Before, the buffer took whatever came until
 // --session-limit (an hour: ~400 MB for one conversation).
 func TestInputBufferFullRefusesAppend(t *testing.T) {
-	leakCheck(t)
-	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newFakeTransport(t, Media{})
-	defer converse(t, s, tr)()
-	tr.until("session.created")
-	tr.event(manualSession())
-	tr.until("session.updated")
+	tr := manualTurns(t, Media{})
 
 	half := pcm24(maxInputAudio/2, true)
 	tr.event(appendEvent(half))
@@ -82,16 +89,7 @@ func TestInputBufferFullRefusesAppend(t *testing.T) {
 // Track audio (WebRTC) without turn detection is refused once when the buffer is full, not once
 // per frame (50 error events a second), and taken again after a commit.
 func TestInputBufferFullRefusesTrackOnce(t *testing.T) {
-	leakCheck(t)
-	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newFakeTransport(t, Media{TrackInput: true})
-	defer converse(t, s, tr)()
-	tr.until("session.created")
-	tr.event(manualSession())
-	tr.until("session.updated")
+	tr := manualTurns(t, Media{TrackInput: true})
 
 	tone := make([]int16, 10*24000) // 10 s at 24 kHz
 	for i := range tone {
@@ -176,16 +174,7 @@ func TestHeldTurnEndsAtTheBound(t *testing.T) {
 // keep theirs, older ones lose it and keep their transcript. Before, every committed turn kept
 // its audio for the whole session (~173 MB an hour at pcm16 24 kHz).
 func TestKeptUserAudioIsBounded(t *testing.T) {
-	leakCheck(t)
-	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newFakeTransport(t, Media{})
-	defer converse(t, s, tr)()
-	tr.until("session.created")
-	tr.event(manualSession())
-	tr.until("session.updated")
+	tr := manualTurns(t, Media{})
 
 	const turn = keptAudio / 3 // ms: three turns fill what is kept, a fourth pushes the first out
 	var ids []string

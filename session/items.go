@@ -154,8 +154,8 @@ type spokenPiece struct {
 	samples int
 }
 
-// appendEntry inserts e after previous ("" appends at the end, "root" at the start) and returns
-// the id of the item before it ("" when first).
+// appendEntry inserts e after previous ("" appends at the end, "root" at the start), counts what
+// it keeps (recount) and returns the id of the item before it ("" when first).
 func (c *conversation) appendEntry(e *entry, previous string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -174,6 +174,7 @@ func (c *conversation) appendEntry(e *entry, previous string) string {
 		c.byID = map[string]*entry{}
 	}
 	c.byID[e.item.ID] = e
+	c.recount(e)
 	if at == 0 {
 		return ""
 	}
@@ -219,7 +220,12 @@ func (c *conversation) hold(n int) bool {
 // recount brings e's count up to what it keeps now, under mu. Content the conversation makes
 // itself (transcripts, a reply's text and calls) is never refused: it is bounded by the turn or
 // the reply that makes it, and counted so that the next item.create or response.create sees it.
+// An entry not in the conversation (deleted: its bytes were given back; an out-of-band reply's)
+// is not counted, or the count would leak.
 func (c *conversation) recount(e *entry) {
+	if c.byID[e.item.ID] != e {
+		return
+	}
 	n := itemBytes(e.item, e.countAudio)
 	c.held += n - e.held
 	e.held = n

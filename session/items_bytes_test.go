@@ -88,3 +88,31 @@ func TestResponseInputCounted(t *testing.T) {
 	c.send(oob("evt_4")) // room again
 	c.until("response.done")
 }
+
+// TestHeldFollowsTheItems: what the conversation counts toward Config.ConversationBytes is what
+// its items keep: an item is counted as it is added, recounted as the conversation writes it
+// (a transcript, a reply's text), given back when deleted; an entry not in the conversation (a
+// deleted one, an out-of-band reply's) is never counted.
+func TestHeldFollowsTheItems(t *testing.T) {
+	c := &conversation{}
+	e := &entry{item: wire.Item{ID: "item_a", Type: wire.ItemMessage, Content: []wire.ContentPart{{Type: wire.InputAudio}}}}
+	c.appendEntry(e, "")
+	if want := itemBytes(e.item, false); c.held != want {
+		t.Fatalf("added: %d held, want %d", c.held, want)
+	}
+	tr := strings.Repeat("t", 1000)
+	e.item.Content[0].Transcript = &tr
+	c.recount(e)
+	if want := itemBytes(e.item, false); c.held != want {
+		t.Fatalf("transcribed: %d held, want %d", c.held, want)
+	}
+	outside := &entry{item: wire.Item{ID: "item_oob", Type: wire.ItemMessage}}
+	c.recount(outside)
+	c.deleteItem("item_a")
+	longer := tr + tr
+	e.item.Content[0].Transcript = &longer // a transcript landing after the delete
+	c.recount(e)
+	if c.held != 0 {
+		t.Fatalf("deleted, and an entry never added: %d held, want 0", c.held)
+	}
+}

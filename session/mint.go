@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/voiced/voiced/door"
@@ -42,55 +41,6 @@ var (
 		Message: "this principal asks for tickets faster than it may (--ticket-mint-rate); retry shortly", RetryAfter: time.Second}
 )
 
-// mintLimiter is a token bucket per principal subject: rate a second, burst at once. A bucket is
-// dropped once it has refilled (it then says nothing a new one would not), so the map holds only
-// the subjects that minted in the last burst/rate seconds.
-type mintLimiter struct {
-	rate, burst float64 // rate <= 0: no limit
-	mu          sync.Mutex
-	buckets     map[string]*mintBucket
-	lastSweep   time.Time
-}
-
-type mintBucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func newMintLimiter(rate float64, burst int) *mintLimiter {
-	return &mintLimiter{rate: rate, burst: float64(max(burst, 1)), buckets: map[string]*mintBucket{}}
-}
-
-// take spends one mint of subject at now; when none is left it returns the wait for the next.
-func (l *mintLimiter) take(subject string, now time.Time) (wait time.Duration, ok bool) {
-	if l.rate <= 0 {
-		return 0, true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	full := time.Duration(l.burst / l.rate * float64(time.Second)) // an empty bucket's refill time
-	if now.Sub(l.lastSweep) >= full {
-		for k, b := range l.buckets {
-			if now.Sub(b.last) >= full {
-				delete(l.buckets, k)
-			}
-		}
-		l.lastSweep = now
-	}
-	b := l.buckets[subject]
-	if b == nil {
-		b = &mintBucket{tokens: l.burst, last: now}
-		l.buckets[subject] = b
-	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return time.Duration((1 - b.tokens) / l.rate * float64(time.Second)), false
-	}
-	b.tokens--
-	return 0, true
-}
-
 // minter verifies a minting request's principal and spends its allowance, before the body is
 // read: the JWT (401/403), the principal's mint rate (429 ticket_rate_exceeded), its quota (429
 // quota_exceeded, the refusal the redemption would meet: a ticket that cannot open a
@@ -100,7 +50,7 @@ func (s *Server) minter(r *http.Request) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
-	if wait, ok := s.mints.take(p.Subject, s.cfg.Now()); !ok {
+	if wait, ok := s.mints.take(p.Subject, 1, s.cfg.Now()); !ok {
 		ref := *ErrMintRate
 		ref.RetryAfter = max(wait, time.Second)
 		return Principal{}, &ref

@@ -97,21 +97,6 @@ func TestMintRate(t *testing.T) {
 	}
 }
 
-// TestMintLimiterForgets: the limiter keeps no bucket for a principal that has not minted for as
-// long as an empty bucket takes to refill, so its map holds only recent minters.
-func TestMintLimiterForgets(t *testing.T) {
-	l := newMintLimiter(1, 20)
-	now := time.Unix(1000, 0)
-	for i := range 1000 {
-		l.take(fmt.Sprint("sub-", i), now)
-	}
-	now = now.Add(20 * time.Second)
-	l.take("sub-late", now)
-	if n := len(l.buckets); n != 1 {
-		t.Fatalf("%d buckets after the refill time, want 1 (the one that just minted)", n)
-	}
-}
-
 // TestMintBodyAndStoredSession: the body is bounded (413 request_too_large past MaxMintBody) and the
 // ticket keeps the validated session re-encoded, without what the conversation ignores.
 func TestMintBodyAndStoredSession(t *testing.T) {

@@ -17,8 +17,8 @@ const outQueue = 256
 // outQueueBytes bounds the bytes of those events (an event larger than it waits for an empty
 // queue and goes alone). A small client event may ask for a large one: with 512 KiB of
 // instructions and 512 KiB of tools, each session.update of a few bytes is answered with ~1 MiB,
-// and 256 of them queued for a client that reads nothing held 256 MiB. 4 MiB is many seconds of
-// reply audio ahead of a client that reads (a sentence's delta is tens of KiB).
+// and 256 of them queued for a client that reads nothing held 256 MiB. 4 MiB is about a minute of
+// reply audio ahead of a client that reads (a 200 ms delta is ~13 KiB of base64 JSON).
 const outQueueBytes = 4 << 20
 
 // slowClientTimeout is how long a full queue may stay full before the conversation is ended.
@@ -82,21 +82,28 @@ func (c *conversation) writeLoop() {
 // send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
 // when the session ends. Safe from any goroutine.
 func (c *conversation) send(ev wire.ServerEvent) {
-	if c.closed.Load() {
-		return
-	}
-	b, err := c.enc.Encode(ev)
-	if err != nil {
-		c.log.Error("encode server event", "err", err)
-		return
-	}
+	b := c.encodeEvent(ev)
 	if b == nil {
-		return // the dialect has no such event
+		return
 	}
 	if _, audio := ev.(wire.ResponseAudioDelta); audio {
 		c.answered()
 	}
 	c.enqueue(frame{data: b})
+}
+
+// encodeEvent encodes ev for the writer: nil when nothing is to be sent (a close is queued, the
+// dialect has no such event, or it could not be encoded: logged).
+func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
+	if c.closed.Load() {
+		return nil
+	}
+	b, err := c.enc.Encode(ev)
+	if err != nil {
+		c.log.Error("encode server event", "err", err)
+		return nil
+	}
+	return b
 }
 
 // enqueue hands f to the writer: it waits while outQueueBytes are queued (the writer, which ends
@@ -164,12 +171,8 @@ func (c *conversation) dequeued(n int) {
 // conversation's bytes), so that a client asking for them faster than it reads holds one in the
 // queue, not outQueue of them.
 func (c *conversation) sendWritten(ev wire.ServerEvent) {
-	if c.closed.Load() {
-		return
-	}
-	b, err := c.enc.Encode(ev)
-	if err != nil || b == nil {
-		c.send(ev) // logged there
+	b := c.encodeEvent(ev)
+	if b == nil {
 		return
 	}
 	f := frame{data: b, written: make(chan struct{})}

@@ -104,61 +104,67 @@ const (
 	DefaultEventBytes = 1 << 20
 	// DefaultEventBytesBurst is how many bytes it may send at once: the socket's ReadLimit, so a
 	// principal that has not spent its budget may send any one event the socket accepts (an
-	// item.create restoring a minute of past audio is 2.9 MB of base64; an input_image data URI
-	// a few MB).
+	// item.create restoring a minute of past pcm16 24 kHz audio is 3.8 MB of base64; an
+	// input_image data URI a few MB).
 	DefaultEventBytesBurst = ReadLimit
 	// MinEventBytesBurst is the smallest burst the Config accepts: below it the longest
 	// session.update wire allows (instructions and tools, 512 KiB each) could never be sent.
 	MinEventBytesBurst = 1 << 20
 )
 
-// byteBudgets holds each principal's bucket of event bytes; safe from any goroutine.
-type byteBudgets struct {
-	rate, burst float64 // bytes per second, at once; rate <= 0: no limit
+// principalBuckets holds a token bucket per principal (JWT subject), in the unit its user counts
+// (event bytes, mints); safe from any goroutine.
+type principalBuckets struct {
+	rate, burst float64 // per second, at once; rate <= 0: no limit
 
 	mu      sync.Mutex
 	buckets map[string]*tokenBucket // by principal (JWT subject)
 	swept   int                     // len(buckets) after the last sweep
 }
 
-func newByteBudgets(rate, burst int) *byteBudgets {
-	return &byteBudgets{rate: float64(rate), burst: float64(burst), buckets: map[string]*tokenBucket{}}
+func newPrincipalBuckets(rate, burst float64) *principalBuckets {
+	return &principalBuckets{rate: rate, burst: burst, buckets: map[string]*tokenBucket{}}
 }
 
-// take spends n bytes of principal's budget at now; false, spending nothing, when fewer are left.
-func (b *byteBudgets) take(principal string, n int, now time.Time) bool {
+// take spends n of principal's tokens at now; when fewer are left it spends nothing and returns
+// false and the wait until n would be there.
+func (b *principalBuckets) take(principal string, n float64, now time.Time) (wait time.Duration, ok bool) {
 	if b.rate <= 0 {
-		return true
+		return 0, true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := b.buckets[principal]
 	if k == nil {
-		// The map holds the principals seen within burst/rate (16 s by default) of their last
-		// event; sweeping when it has doubled keeps that amortised O(1) an event.
+		// The map holds the principals seen within burst/rate (16 s by default for event bytes,
+		// 20 s for mints) of their last take; sweeping when it has doubled keeps that amortised
+		// O(1) a take.
 		if len(b.buckets) >= 2*b.swept+64 {
 			b.sweep(now)
 		}
 		k = &tokenBucket{tokens: b.burst, last: now}
 		b.buckets[principal] = k
 	}
-	return k.take(float64(n), now, b.rate, b.burst)
+	if k.take(n, now, b.rate, b.burst) {
+		return 0, true
+	}
+	return time.Duration((n - k.tokens) / b.rate * float64(time.Second)), false
 }
 
-// giveBack returns n bytes taken from principal's budget (an event that decoded as an append).
-func (b *byteBudgets) giveBack(principal string, n int) {
+// giveBack returns n tokens taken from principal's bucket (an event that decoded as an append).
+func (b *principalBuckets) giveBack(principal string, n float64) {
 	if b.rate <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if k := b.buckets[principal]; k != nil {
-		k.tokens = min(b.burst, k.tokens+float64(n))
+		k.tokens = min(b.burst, k.tokens+n)
 	}
 }
 
 // sweep forgets the principals whose bucket is full again: a new one is the same.
-func (b *byteBudgets) sweep(now time.Time) {
+func (b *principalBuckets) sweep(now time.Time) {
 	for p, k := range b.buckets {
 		if k.tokens+now.Sub(k.last).Seconds()*b.rate >= b.burst {
 			delete(b.buckets, p)
@@ -192,18 +198,18 @@ func (k *tokenBucket) take(n float64, now time.Time, rate, burst float64) bool {
 // a bucket of their own (the budget's rate and burst, in bytes), and a connection that keeps
 // sending once it is empty is closed (1008), as the event rate's are.
 type byteLimiter struct {
-	budgets   *byteBudgets
+	budgets   *principalBuckets
 	principal string
 	strikes   tokenBucket
 }
 
-func newByteLimiter(b *byteBudgets, principal string, now time.Time) byteLimiter {
+func newByteLimiter(b *principalBuckets, principal string, now time.Time) byteLimiter {
 	return byteLimiter{budgets: b, principal: principal, strikes: tokenBucket{tokens: b.burst, last: now}}
 }
 
 // take spends an event of n bytes at now.
 func (l *byteLimiter) take(n int, now time.Time) verdict {
-	if l.budgets.take(l.principal, n, now) {
+	if _, ok := l.budgets.take(l.principal, float64(n), now); ok {
 		return allowed
 	}
 	// An event over the burst can never pass: it is refused, and strikes the whole bucket.

@@ -163,39 +163,43 @@ func TestOutOfBandCap(t *testing.T) {
 	c.until("response.done")
 }
 
-func TestByteBudgets(t *testing.T) {
+func TestPrincipalBuckets(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	b := newByteBudgets(100, 300)
+	b := newPrincipalBuckets(100, 300)
 	for i, step := range []struct {
-		who  string
-		n    int
-		at   time.Duration
-		want bool
+		who      string
+		n        float64
+		at       time.Duration
+		want     bool
+		wantWait time.Duration
 	}{
-		{"a", 200, 0, true},
-		{"a", 200, 0, false}, // 100 left: nothing spent
-		{"a", 100, 0, true},
-		{"b", 300, 0, true}, // a budget per principal
-		{"a", 150, time.Second, false},
-		{"a", 150, 1500 * time.Millisecond, true},
-		{"a", 300, time.Hour, true}, // the refill stops at the burst
-		{"a", 1, time.Hour, false},
-		{"c", 301, time.Hour, false}, // over the burst: never
+		{"a", 200, 0, true, 0},
+		{"a", 200, 0, false, time.Second}, // 100 left: nothing spent
+		{"a", 100, 0, true, 0},
+		{"b", 300, 0, true, 0}, // a budget per principal
+		{"a", 150, time.Second, false, 500 * time.Millisecond},
+		{"a", 150, 1500 * time.Millisecond, true, 0},
+		{"a", 300, time.Hour, true, 0}, // the refill stops at the burst
+		{"a", 1, time.Hour, false, 10 * time.Millisecond},
+		{"c", 301, time.Hour, false, 10 * time.Millisecond}, // over the burst: never
 	} {
-		if got := b.take(step.who, step.n, t0.Add(step.at)); got != step.want {
-			t.Fatalf("step %d: %s takes %d at %v: %v, want %v", i, step.who, step.n, step.at, got, step.want)
+		if wait, got := b.take(step.who, step.n, t0.Add(step.at)); got != step.want || wait != step.wantWait {
+			t.Fatalf("step %d: %s takes %g at %v: %v after %v, want %v after %v", i, step.who, step.n, step.at, got, wait, step.want, step.wantWait)
 		}
 	}
 	b.giveBack("a", 120)
-	if !b.take("a", 120, t0.Add(time.Hour)) || b.take("a", 1, t0.Add(time.Hour)) {
-		t.Fatal("giveBack did not return exactly what was taken")
+	if _, ok := b.take("a", 120, t0.Add(time.Hour)); !ok {
+		t.Fatal("giveBack returned less than was taken")
 	}
-	if off := newByteBudgets(-1, 0); !off.take("a", 1<<30, t0) {
+	if _, ok := b.take("a", 1, t0.Add(time.Hour)); ok {
+		t.Fatal("giveBack returned more than was taken")
+	}
+	if _, ok := newPrincipalBuckets(-1, 0).take("a", 1<<30, t0); !ok {
 		t.Fatal("a negative rate is no limit")
 	}
 
 	// The map forgets the principals whose bucket is full again.
-	b = newByteBudgets(1000, 1000)
+	b = newPrincipalBuckets(1000, 1000)
 	for i := range 10000 {
 		b.take(fmt.Sprint("p", i), 1000, t0.Add(time.Duration(i)*time.Millisecond))
 	}

@@ -443,7 +443,7 @@ func (run *replyRun) say(piece string) error {
 			if c.media.Player != nil {
 				// Over a player the seconds are what it plays: takePlayed counts and spends them
 				// (in meterNow, and each second), so nothing is reserved here.
-				if err := run.sendAudio(piece, pcm[:n]); err != nil {
+				if err := run.play(piece, pcm[:n]); err != nil {
 					return err
 				}
 				c.meterNow()
@@ -526,16 +526,6 @@ func (run *replyRun) synthesize(piece string, emit func([]int16) error) error {
 	return run.c.engines.Voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
 }
 
-// sendAudio hands one delta's audio (24 kHz) on: to the transport's player, or as a
-// response.output_audio.delta event in the output format.
-func (run *replyRun) sendAudio(piece string, pcm []int16) error {
-	if run.c.media.Player != nil {
-		return run.play(piece, pcm)
-	}
-	run.emitAudio(run.encode(pcm))
-	return nil
-}
-
 // emitAudio sends one audio delta event and keeps its bytes on the message for retrieve.
 func (run *replyRun) emitAudio(b []byte) {
 	run.c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
@@ -590,9 +580,6 @@ func (run *replyRun) addToConversation(e *entry) {
 		return
 	}
 	prev := run.c.appendEntry(e, "")
-	run.c.mu.Lock()
-	run.c.recount(e)
-	run.c.mu.Unlock()
 	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
@@ -637,9 +624,7 @@ func (run *replyRun) finish(err error) {
 		if e == run.msg && !e.truncated {
 			e.item.Content = []wire.ContentPart{run.contentPart()}
 		}
-		if !r.outOfBand && c.byID[e.item.ID] == e {
-			c.recount(e) // the reply's text and calls, now whole
-		}
+		c.recount(e) // the reply's text and calls, now whole
 		it := cloneItem(e.item)
 		prev := ""
 		if j := slices.Index(c.items, e); j > 0 {

@@ -102,10 +102,10 @@ type Server struct {
 
 	metrics *metrics // metrics.go
 	// eventBytes is each principal's budget of client event bytes (Config.EventBytes)
-	eventBytes *byteBudgets
+	eventBytes *principalBuckets
 
-	gate  *door.Gate   // --max-conversations, and --max-per-tenant per tenant
-	mints *mintLimiter // --ticket-mint-rate per principal
+	gate  *door.Gate        // --max-conversations, and --max-per-tenant per tenant
+	mints *principalBuckets // --ticket-mint-rate per principal, in mints
 	// sideband serves /v1/realtime?call_id= (set once by the WebRTC component)
 	sideband atomic.Pointer[http.Handler]
 	wg       sync.WaitGroup // conversations running
@@ -181,8 +181,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Engines.Mind = mind.Echo{}
 	}
 	gate := door.NewGate(cfg.MaxConversations, ErrCapacity).PerKey(cfg.MaxPerTenant, ErrTenantCapacity)
-	return &Server{cfg: cfg, log: cfg.Log, gate: gate, mints: newMintLimiter(cfg.TicketMintRate, burst), metrics: newMetrics(),
-		eventBytes: newByteBudgets(cfg.EventBytes, cfg.EventBytesBurst)}, nil
+	return &Server{cfg: cfg, log: cfg.Log, gate: gate, mints: newPrincipalBuckets(cfg.TicketMintRate, float64(burst)), metrics: newMetrics(),
+		eventBytes: newPrincipalBuckets(float64(cfg.EventBytes), float64(cfg.EventBytesBurst))}, nil
 }
 
 // Wait blocks until every conversation has ended (after the listener closed).

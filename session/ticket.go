@@ -79,8 +79,6 @@ type MemoryTickets struct {
 	now func() time.Time
 	mu  sync.Mutex
 	m   map[string]Grant
-	// live counts each subject's tickets in m (the cap Put enforces); a subject with none has no entry.
-	live map[string]int
 }
 
 // NewMemoryTickets returns an empty store on the clock now (nil: time.Now).
@@ -88,44 +86,34 @@ func NewMemoryTickets(now func() time.Time) *MemoryTickets {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryTickets{now: now, m: map[string]Grant{}, live: map[string]int{}}
+	return &MemoryTickets{now: now, m: map[string]Grant{}}
 }
 
 // Put stores g under ticket until now+ttl, unless g's subject already holds maxLive tickets.
+// Expired tickets are dropped as the subject's are counted.
 func (s *MemoryTickets) Put(_ context.Context, ticket string, g Grant, ttl time.Duration, maxLive int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	for k, v := range s.m {
-		if !now.Before(v.Expires) {
-			s.remove(k, v)
-		}
-	}
 	sub := g.Principal.Subject
-	if maxLive > 0 && s.live[sub] >= maxLive {
-		first := time.Time{}
-		for _, v := range s.m {
-			if v.Principal.Subject == sub && (first.IsZero() || v.Expires.Before(first)) {
+	held, first := 0, time.Time{} // sub's live tickets, and when the first of them expires
+	for k, v := range s.m {
+		switch {
+		case !now.Before(v.Expires):
+			delete(s.m, k)
+		case v.Principal.Subject == sub:
+			held++
+			if first.IsZero() || v.Expires.Before(first) {
 				first = v.Expires
 			}
 		}
+	}
+	if maxLive > 0 && held >= maxLive {
 		return tooManyTickets(first.Sub(now))
 	}
 	g.Expires = now.Add(ttl)
-	if old, ok := s.m[ticket]; ok {
-		s.remove(ticket, old)
-	}
 	s.m[ticket] = g
-	s.live[sub]++
 	return nil
-}
-
-// remove deletes ticket (holding g) and its count; s.mu is held.
-func (s *MemoryTickets) remove(ticket string, g Grant) {
-	delete(s.m, ticket)
-	if s.live[g.Principal.Subject]--; s.live[g.Principal.Subject] <= 0 {
-		delete(s.live, g.Principal.Subject)
-	}
 }
 
 // Take removes and returns the grant; a second Take, or one after expiry, is ErrTicketInvalid.
@@ -136,7 +124,7 @@ func (s *MemoryTickets) Take(_ context.Context, ticket string) (Grant, error) {
 	if !ok {
 		return Grant{}, ErrTicketInvalid
 	}
-	s.remove(ticket, g)
+	delete(s.m, ticket)
 	if !s.now().Before(g.Expires) {
 		return Grant{}, ErrTicketInvalid
 	}

@@ -91,14 +91,7 @@ func (s *RedisTickets) Put(ctx context.Context, ticket string, g Grant, ttl time
 
 // Take removes and returns the grant with GETDEL; unknown, used or expired is ErrTicketInvalid.
 func (s *RedisTickets) Take(ctx context.Context, ticket string) (Grant, error) {
-	b, err := s.c.GetDel(ctx, s.prefix+ticket).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Grant{}, ErrTicketInvalid
-	}
-	if err != nil {
-		return Grant{}, fmt.Errorf("%w: %v", ErrTicketStoreDown, err)
-	}
-	g, err := decodeGrant(b)
+	g, err := decodeGrant(s.c.GetDel(ctx, s.prefix+ticket).Bytes())
 	if err != nil {
 		return Grant{}, err
 	}
@@ -114,14 +107,7 @@ func (s *RedisTickets) Take(ctx context.Context, ticket string) (Grant, error) {
 // Peek returns the grant with GET, leaving it in place; unknown, used or expired is
 // ErrTicketInvalid.
 func (s *RedisTickets) Peek(ctx context.Context, ticket string) (Grant, error) {
-	b, err := s.c.Get(ctx, s.prefix+ticket).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Grant{}, ErrTicketInvalid
-	}
-	if err != nil {
-		return Grant{}, fmt.Errorf("%w: %v", ErrTicketStoreDown, err)
-	}
-	g, err := decodeGrant(b)
+	g, err := decodeGrant(s.c.Get(ctx, s.prefix+ticket).Bytes())
 	if err != nil {
 		return Grant{}, err
 	}
@@ -131,7 +117,15 @@ func (s *RedisTickets) Peek(ctx context.Context, ticket string) (Grant, error) {
 	return g, nil
 }
 
-func decodeGrant(b []byte) (Grant, error) {
+// decodeGrant reads a grant from a GET's answer: nothing there is ErrTicketInvalid, a failed
+// read ErrTicketStoreDown.
+func decodeGrant(b []byte, err error) (Grant, error) {
+	if errors.Is(err, redis.Nil) {
+		return Grant{}, ErrTicketInvalid
+	}
+	if err != nil {
+		return Grant{}, fmt.Errorf("%w: %v", ErrTicketStoreDown, err)
+	}
 	var g Grant
 	if err := json.Unmarshal(b, &g); err != nil {
 		return Grant{}, fmt.Errorf("decode grant: %w", err)

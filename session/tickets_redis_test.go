@@ -13,21 +13,8 @@ import (
 )
 
 func TestRedisTicketsOneUseAcrossClients(t *testing.T) {
-	url := os.Getenv("VOICED_TEST_REDIS_URL")
-	if url == "" {
-		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (make test starts one when redis-server is installed)")
-	}
 	ctx := context.Background()
-	a, err := OpenRedisTickets(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := OpenRedisTickets(ctx, url) // a second node
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoRedisNodes(t)
 	tk := NewTicket()
 	if err := a.Put(ctx, tk, Grant{Principal: Principal{Subject: "alice"}}, 5*time.Second, 0); err != nil {
 		t.Fatal(err)
@@ -65,6 +52,24 @@ func TestRedisTicketsOneUseAcrossClients(t *testing.T) {
 	}
 }
 
+// twoRedisNodes opens two ticket stores on the test Redis, as two nodes would (skipped without one).
+func twoRedisNodes(t *testing.T) (a, b *RedisTickets) {
+	t.Helper()
+	url := os.Getenv("VOICED_TEST_REDIS_URL")
+	if url == "" {
+		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (make test starts one when redis-server is installed)")
+	}
+	for _, s := range []**RedisTickets{&a, &b} {
+		st, err := OpenRedisTickets(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		*s = st
+	}
+	return a, b
+}
+
 func TestRedisTicketsDownRefusesByName(t *testing.T) {
 	_, err := OpenRedisTickets(context.Background(), "redis://127.0.0.1:1/0")
 	if !errors.Is(err, ErrTicketStoreDown) {
@@ -79,21 +84,8 @@ func TestRedisTicketsDownRefusesByName(t *testing.T) {
 // subject's live tickets are counted in Redis; a Take on either node gives one back; Peek leaves
 // the ticket in place; the refusal names the wait until the subject's first ticket expires.
 func TestRedisTicketsCapAcrossClients(t *testing.T) {
-	url := os.Getenv("VOICED_TEST_REDIS_URL")
-	if url == "" {
-		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (make test starts one when redis-server is installed)")
-	}
 	ctx := context.Background()
-	a, err := OpenRedisTickets(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := OpenRedisTickets(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoRedisNodes(t)
 	g := Grant{Principal: Principal{Subject: "cap-" + NewTicket()}, Session: json.RawMessage(`{"instructions":"Hi."}`)}
 	first, second := NewTicket(), NewTicket()
 	if err := a.Put(ctx, first, g, 30*time.Second, 2); err != nil {
@@ -102,7 +94,7 @@ func TestRedisTicketsCapAcrossClients(t *testing.T) {
 	if err := b.Put(ctx, second, g, 60*time.Second, 2); err != nil {
 		t.Fatal(err)
 	}
-	err = a.Put(ctx, NewTicket(), g, 30*time.Second, 2)
+	err := a.Put(ctx, NewTicket(), g, 30*time.Second, 2)
 	var ref *door.Refusal
 	if !errors.As(err, &ref) || ref.Name != "too_many_tickets" || ref.RetryAfter < 28*time.Second || ref.RetryAfter > 30*time.Second {
 		t.Fatalf("a third ticket: %v, want too_many_tickets with the first's 30 s", err)
