@@ -16,8 +16,8 @@ import (
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/voiced/voiced/audio/opus"
 	"github.com/voiced/voiced/session"
-	"github.com/voiced/voiced/speechcore/audio/opus"
 )
 
 // TestTransportInboundBytes: a peer that sends the largest messages faster than the

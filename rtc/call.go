@@ -14,8 +14,8 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // OutputRate is the rate of reply audio given to Play (Kokoro's 24 kHz).

@@ -19,8 +19,8 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 func leakCheck(t *testing.T) {

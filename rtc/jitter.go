@@ -6,7 +6,7 @@ import (
 	"github.com/pion/interceptor/pkg/jitterbuffer"
 	"github.com/pion/rtp"
 
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // The mic track's loss policy (see inbound).

@@ -11,8 +11,8 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // describe renders steps as the test tables write them: "5" a packet decoded (its payload is its

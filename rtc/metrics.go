@@ -4,7 +4,7 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // metrics are the calls' mic-track series, summed over every call (no per-call labels); the

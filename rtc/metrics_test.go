@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // TestCallLossMetrics: a lossy peer (two packets lost alone, three in a row, a 200 ms DTX pause)

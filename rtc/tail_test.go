@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // tone is n samples of a 440 Hz sine at 24 kHz, amplitude 0.3 (RMS 0.21): every 20 ms of it is

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/session"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 

@@ -48,7 +48,7 @@ type Hearing struct {
 // exists. voice is the session's voice name (an OpenAI name such as "alloy" or a mounted Kokoro
 // voice); the adapter maps names it does not have to its default. An error from emit stops it.
 // Text with nothing speakable in it (punctuation alone) is not an error: nil, without audio.
-// The conversation cuts a reply into pieces with speechcore/sentence before it asks.
+// The conversation cuts a reply into pieces with sentence before it asks.
 type Voice interface {
 	Speak(ctx context.Context, text, voice string, speed float64, emit func(pcm24k []int16) error) error
 }

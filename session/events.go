@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/wire"
 )
 

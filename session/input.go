@@ -3,7 +3,7 @@ package session
 import (
 	"fmt"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -14,7 +14,7 @@ const hearRate = 16000
 // speakRate is the rate the Voice speaks at and a Player plays.
 const speakRate = 24000
 
-// codecOf is the speechcore/audio encoding of a session audio format.
+// codecOf is the audio encoding of a session audio format.
 func codecOf(f wire.AudioFormat) audio.Encoding {
 	switch f {
 	case wire.G711Ulaw:

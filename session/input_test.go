@@ -3,7 +3,7 @@ package session
 import (
 	"testing"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/wire"
 )
 

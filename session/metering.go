@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/wire"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/mind"
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/sentence"
+	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/wire"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/mind"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 

@@ -9,7 +9,7 @@ import (
 	"unicode"
 
 	"github.com/voiced/voiced/mind"
-	"github.com/voiced/voiced/speechcore/sentence"
+	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/wire"
 )
 

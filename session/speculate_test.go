@@ -14,8 +14,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/mind"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/wire"
 )
 

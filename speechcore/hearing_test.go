@@ -18,8 +18,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/speechcore/assets"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/fixture"
 	ortenv "github.com/voiced/voiced/speechcore/runtime"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/speechcore/kokoro"
-	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // Defaults of WS /v1/speak/stream.

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/whisper"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/audio"
 )
 
 const sttSentence = "hˌaʊ kʊd aɪ nˈoʊ? ɪts ɐn ʌnˈænsɚɹəbəl kwˈɛstʃən."

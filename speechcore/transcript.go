@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/assets"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/squelch"
 	"github.com/voiced/voiced/speechcore/whisper"
 )

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // FuzzTranscriptPush: any body pushed to POST /v1/audio/transcript/{id} (and any id) is answered

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/speechcore/squelch"
 )
 

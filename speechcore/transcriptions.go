@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/audio"
 )
 
 // MaxUploadBytes bounds a POST /v1/audio/transcriptions body (OpenAI's own limit is 25 MB).

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/speechcore/fixture"
 )
 

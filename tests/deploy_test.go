@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // probe answers GET path with its status and error name ("" on 200).

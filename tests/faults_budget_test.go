@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // TestFaultsWhisperBudget (issue 10 item 6): one Whisper serves every conversation. A greedy

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // ---- a raw WebSocket client: frames written by hand, so it can misbehave ----

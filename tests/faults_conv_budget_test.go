@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // TestFaultsConversationBudget (issue 18): one conversation pushes the input audio buffer as far

@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // audioSeconds is the seconds of 24 kHz PCM16 reply audio an event carries (0 for other events).

@@ -18,7 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // Issue 18, the raw speech doors: what one client sends must not take a node's memory. Each test

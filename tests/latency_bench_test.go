@@ -11,8 +11,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/pion/webrtc/v4/pkg/media"
 
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/audio/opus"
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/opus"
 )
 
 // BenchmarkAnswerWebRTCvsWebSocket measures, on one fixture-mounted server, the same spoken turn

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // nodeScript runs tests/node/<script> with env and returns its stdout lines. It skips when node

@@ -15,8 +15,8 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
+	"github.com/voiced/voiced/audio/opus"
 	"github.com/voiced/voiced/rtc"
-	"github.com/voiced/voiced/speechcore/audio/opus"
 )
 
 // deadSocket is a client's UDP socket that can go dead: a killed browser, a laptop lid shut, with

@@ -18,9 +18,9 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/opus"
 	"github.com/voiced/voiced/rtc"
-	"github.com/voiced/voiced/speechcore/audio"
-	"github.com/voiced/voiced/speechcore/audio/opus"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // The turn-end corpus (testdata/turn_corpus.txt): real speech (espeak-ng and recordings from

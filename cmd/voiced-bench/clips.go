@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 const (

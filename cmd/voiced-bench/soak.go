@@ -19,7 +19,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // soak: N conversations (real speech, paced; each speaks a few turns, hangs up and reconnects)

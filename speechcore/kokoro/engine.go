@@ -16,9 +16,9 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/speechcore/runtime"
-	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // SampleRate is Kokoro's output rate.

@@ -13,10 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/fixture"
 	"github.com/voiced/voiced/speechcore/runtime"
-	"github.com/voiced/voiced/speechcore/sentence"
 )
 
 // The process's one ONNX Runtime environment and the fixture mount, made by TestMain.

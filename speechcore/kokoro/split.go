@@ -1,8 +1,8 @@
 package kokoro
 
-import "github.com/voiced/voiced/speechcore/sentence"
+import "github.com/voiced/voiced/sentence"
 
-// The sentence splitter lives in speechcore/sentence (pure Go, shared with the conversation);
+// The sentence splitter lives in sentence (pure Go, shared with the conversation);
 // these names keep kokoro's callers as they were.
 
 // SplitterOptions shape the pieces a Splitter hands out (sentence.Options).

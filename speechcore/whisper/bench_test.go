@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/speechcore/fixture"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/speechcore/assets"
-	"github.com/voiced/voiced/speechcore/audio"
 	"github.com/voiced/voiced/speechcore/fixture"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/speechcore/runtime"
 )
 

@@ -6,7 +6,7 @@ import "math"
 // complex FFT of the even/odd sample pairs plus the standard split (Numerical Recipes §12.3).
 // The 200-point FFT is a self-sorting (Stockham) mixed-radix transform, radices 4·2·5·5, with every
 // twiddle precomputed: no allocation, no bit reversal, no interface calls. It replaced gonum's
-// fftpack here because the incremental mel's cost was ~70% that FFT (LLM.md, speechcore/audio).
+// fftpack here because the incremental mel's cost was ~70% that FFT (LLM.md, audio).
 
 const (
 	fftN    = WhisperNFFT // 400 real samples

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/voiced/voiced/speechcore/audio"
+	"github.com/voiced/voiced/audio"
 )
 
 // speech48k is silero-vad-go's recording (float32 LE, 16 kHz) resampled to 48 kHz, as int16.
