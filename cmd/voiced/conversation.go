@@ -10,20 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/meter"
+	"github.com/voiced/voiced/bridge"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/session"
-	"github.com/voiced/voiced/speechcore"
-	"github.com/voiced/voiced/speechcore/kokoro"
-	"github.com/voiced/voiced/speechcore/squelch"
-	"github.com/voiced/voiced/speechcore/whisper"
-	"github.com/voiced/voiced/turn"
 )
 
 // The conversation component: principal JWTs, tickets, the OpenAI-shaped ephemeral keys and the
 // realtime socket (session), with the mind it answers through (mind) and the speech engines
-// wired to session's seams (speechEngines). This file parses flags and wires; what the parts do
+// wired to session's seams (bridge.Engines). This file parses flags and wires; what the parts do
 // lives in their packages.
 func init() {
 	register("conversation", orderDoors, func() *component {
@@ -122,7 +116,7 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
 		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
-		Engines: speechEngines(app, m),
+		Engines: bridge.Engines(app.Speech, m, app.Meter),
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
@@ -210,202 +204,4 @@ func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind
 		key = strings.TrimSpace(string(b))
 	}
 	return mind.NewOpenAI(mind.OpenAIConfig{URL: url, Model: model, Key: key, Timeout: timeout})
-}
-
-// speechEngines wires the speech service's engines and the meter to session's seams. They are
-// looked up per call: the service fills them as it loads, and Ready refuses sockets until it is
-// warm.
-func speechEngines(app *App, m mind.Mind) session.Engines {
-	svc := app.Speech
-	e := session.Engines{Mind: m}
-	if app.Meter != nil {
-		e.Meter = meterHook{app}
-		e.Admit = func(ctx context.Context, p session.Principal) error { return admitQuota(ctx, app, p) }
-		e.Budget = func(ctx context.Context, p session.Principal) (time.Duration, bool, error) {
-			return app.Meter.Budget(ctx, p.Subject)
-		}
-	}
-	if svc == nil {
-		e.Ready = func() error { return speechcore.ErrNotMounted }
-		return e
-	}
-	e.Ready = svc.Ready
-	e.Ears = ears{svc}
-	e.Voice = voice{svc}
-	e.NewSquelch = func() (session.Squelch, error) {
-		if svc.Silero == nil {
-			return nil, errors.New("the Silero model is not loaded")
-		}
-		return newSharedSquelch(svc.Silero)
-	}
-	e.NewTurnDetectorOn = session.TurnDetectorOn
-	e.NewTurnDetector = session.TurnDetectors(turn.SpeechFunc(func() (turn.Prober, error) {
-		if svc.Silero == nil {
-			return nil, errors.New("the Silero model is not loaded")
-		}
-		s, err := svc.Silero.NewStream()
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}))
-	return e
-}
-
-// sharedSquelch is a conversation's squelch and the one Silero pass it lends to the
-// conversation's turn detectors (session.SharedSquelch): the model runs once per window for both.
-type sharedSquelch struct {
-	*squelch.Squelch
-	*turn.Shared
-}
-
-var _ session.SharedSquelch = sharedSquelch{}
-
-func newSharedSquelch(m *squelch.Model) (sharedSquelch, error) {
-	stream, err := m.NewStream()
-	if err != nil {
-		return sharedSquelch{}, err
-	}
-	pass := turn.Share(stream)
-	reader, err := pass.NewProber()
-	if err == nil {
-		var q *squelch.Squelch
-		if q, err = squelch.New(squelch.Config{Prober: reader}); err == nil {
-			return sharedSquelch{q, pass}, nil
-		}
-	}
-	pass.Close()
-	return sharedSquelch{}, err
-}
-
-// Close closes the squelch's reader, then the pass.
-func (s sharedSquelch) Close() error {
-	err := s.Squelch.Close()
-	if cerr := s.Shared.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// admitQuota refuses a new conversation by name: 429 quota_exceeded when the principal's daily
-// seconds are used up; 503 meter_store_unavailable when the meter store cannot be read and the
-// meter has no recent balance of the principal (meter.Config.QuotaStaleAfter: one that has, goes
-// on, counted from that balance). Never the one for the other: an outage is not an overdraft.
-func admitQuota(ctx context.Context, app *App, p session.Principal) error {
-	err := app.Meter.CheckQuota(ctx, p.Subject)
-	var r *door.Refusal
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &r):
-		return r
-	case errors.Is(err, meter.ErrQuotaExceeded):
-		return door.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
-	case errors.Is(err, meter.ErrStoreDown):
-		app.Log.Error("quota unknown: the meter store is away and this principal has no recent balance", "err", err, "subject", p.Subject)
-		return &door.Refusal{Status: http.StatusServiceUnavailable, Name: "meter_store_unavailable", RetryAfter: time.Second,
-			Message: "the usage store is unavailable and this principal's balance is not known; retry shortly"}
-	default:
-		return fmt.Errorf("quota check: %w", err)
-	}
-}
-
-// meterHook hands the conversation's seconds to the meter; a turn's end, and each piece of audio
-// the conversation serves (session's meterNow), writes them durably (Sync: one shared write, none
-// while the store is away).
-type meterHook struct{ app *App }
-
-func (h meterHook) Record(ctx context.Context, u session.Usage) error {
-	h.app.Meter.Add(u.Subject, u.Org, meter.DoorConversation, u.Heard.Seconds(), u.Spoken.Seconds())
-	if u.TurnEnded {
-		return h.app.Meter.Sync(ctx)
-	}
-	return nil
-}
-
-// Hold keeps the meter's Close waiting (bounded) until the conversation's last record.
-func (h meterHook) Hold() (release func()) { return h.app.Meter.Hold() }
-
-var _ session.MeterHolder = meterHook{}
-
-// ears is Whisper (one window at a time: the conversation splits longer utterances).
-type ears struct{ svc *speechcore.Service }
-
-var _ session.SharedEars = ears{}
-
-func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
-	return e.TranscribeAs(ctx, pcm, session.Hearing{})
-}
-
-// TranscribeAs puts the conversation's request in Whisper's queue as its own: finals fairly
-// between conversations, then the newest partial of each.
-func (e ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing) (string, error) {
-	w := e.svc.Whisper
-	if w == nil {
-		return "", speechcore.ErrNotWarm
-	}
-	r, err := w.TranscribeAs(ctx, pcm, hearingRequest(h))
-	if err != nil {
-		return "", err
-	}
-	e.svc.ObserveTranscription(r)
-	return r.Text, nil
-}
-
-// hearingRequest is a conversation's place in Whisper's queue.
-func hearingRequest(h session.Hearing) whisper.Request {
-	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final}
-	if h.Partial {
-		req.Kind = whisper.Partial
-	}
-	return req
-}
-
-var _ session.MelEars = ears{}
-
-// NumMels is Whisper's mel bands (80 before it is loaded: the conversation asks only once warm).
-func (e ears) NumMels() int {
-	if w := e.svc.Whisper; w != nil {
-		return w.NumMels()
-	}
-	return 80
-}
-
-// TranscribeMel decodes a partial from the features the conversation keeps (session.MelEars).
-func (e ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearing) (string, error) {
-	w := e.svc.Whisper
-	if w == nil {
-		return "", speechcore.ErrNotWarm
-	}
-	r, err := w.TranscribeMelAs(ctx, mel, hearingRequest(h))
-	if err != nil {
-		return "", err
-	}
-	e.svc.ObserveTranscription(r)
-	return r.Text, nil
-}
-
-// voice is Kokoro: a session's voice name is matched to a mounted voice (kokoro.MatchVoice).
-type voice struct{ svc *speechcore.Service }
-
-func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit func([]int16) error) error {
-	k := v.svc.Kokoro
-	if k == nil {
-		return speechcore.ErrNotWarm
-	}
-	s, err := kokoro.CheckSpeed(float32(speed))
-	if err != nil {
-		s = 0
-	}
-	start := time.Now()
-	err = k.Speak(ctx, kokoro.Request{Text: text, Voice: kokoro.MatchVoice(k.Voices(), name), Speed: s}, func(c kokoro.Chunk) error {
-		v.svc.ObserveSynthesis(time.Since(start))
-		err := emit(c.PCM)
-		start = time.Now()
-		return err
-	})
-	if errors.Is(err, kokoro.ErrNothingToSay) && ctx.Err() == nil {
-		return nil // punctuation alone: nothing to speak (session.Voice's contract)
-	}
-	return err
 }
