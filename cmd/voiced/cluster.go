@@ -3,21 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/voiced/voiced/cluster"
-	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/speechcore"
 )
@@ -80,15 +75,15 @@ func init() {
 				if err != nil {
 					return err
 				}
-				app.Peers = peers{node, app.Log.With("component", "cluster")}
-				app.CallPeers = callPeers{peers{node, app.Log.With("component", "cluster")}}
+				app.Peers = node.Peers("transcript", speechcore.ErrTranscriptNodeGone)
+				app.CallPeers = node.Peers("call", rtc.ErrCallNotFound)
 				if !sharesTickets {
 					app.ReadyCheck("cluster_store_unavailable", node.Ping)
 				}
 				app.OnListen(func(addr net.Addr, tls bool) {
 					u := advertise
 					if u == "" {
-						u = advertiseFrom(addr, tls)
+						u = cluster.AdvertiseURL(addr, tls)
 					}
 					if u == "" {
 						app.Log.Error("cluster: the bound address is a wildcard; set --advertise-url so other nodes can forward to this one", "addr", addr.String())
@@ -134,52 +129,5 @@ func clusterSecret(file string, serviceToken []byte) ([]byte, error) {
 		return nil, errors.New("a cluster (--cluster-store, or a Redis --ticket-store) without a service token needs --cluster-secret-file: " +
 			"nodes forward requests only to entries signed with a shared secret")
 	}
-	mac := hmac.New(sha256.New, serviceToken) // a key of its own, not the token itself
-	mac.Write([]byte("voiced cluster node entries"))
-	return mac.Sum(nil), nil
-}
-
-// advertiseFrom is the URL of a bound address, "" for a wildcard (0.0.0.0, ::) that names no host.
-func advertiseFrom(addr net.Addr, tls bool) string {
-	tcp, ok := addr.(*net.TCPAddr)
-	if !ok || tcp.IP.IsUnspecified() {
-		return ""
-	}
-	scheme := "http"
-	if tls {
-		scheme = "https"
-	}
-	return scheme + "://" + tcp.String()
-}
-
-// peers is the speech service's view of the cluster: a request for a transcript that another
-// node holds is forwarded there; when that node is gone, transcript_not_found.
-type peers struct {
-	node *cluster.Node
-	log  *slog.Logger
-}
-
-func (p peers) NodeID() string { return p.node.ID() }
-
-func (p peers) Forward(w http.ResponseWriter, r *http.Request, owner string) {
-	p.forward(w, r, owner, "transcript", speechcore.ErrTranscriptNodeGone)
-}
-
-// forward sends r to owner; when owner is gone or unreachable, gone answers the client.
-func (p peers) forward(w http.ResponseWriter, r *http.Request, owner, what string, gone *door.Refusal) {
-	p.node.Forward(w, r, owner, func(w http.ResponseWriter, err error) {
-		if !errors.Is(err, cluster.ErrNodeGone) {
-			// Announced but unreachable: it died within its TTL, or the network split.
-			p.log.Warn("cluster: forwarding to the "+what+"'s node failed", "node", owner, "err", err.Error())
-		}
-		door.WriteError(w, gone)
-	})
-}
-
-// callPeers is the WebRTC signal's view of the cluster: a hang-up or a sideband socket for a call
-// that another node holds is forwarded there; when that node is gone, call_not_found.
-type callPeers struct{ peers }
-
-func (p callPeers) Forward(w http.ResponseWriter, r *http.Request, owner string) {
-	p.forward(w, r, owner, "call", rtc.ErrCallNotFound)
+	return cluster.DeriveSecret(serviceToken), nil
 }

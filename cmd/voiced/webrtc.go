@@ -4,13 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/pion/webrtc/v4"
 
 	"github.com/voiced/voiced/rtc"
 )
@@ -52,43 +47,38 @@ func init() {
 					return nil
 				}
 				if ports != "" {
-					lo, hi, ok := strings.Cut(ports, "-")
-					a, err1 := strconv.ParseUint(lo, 10, 16)
-					b, err2 := strconv.ParseUint(hi, 10, 16)
-					if !ok || err1 != nil || err2 != nil || a == 0 || a > b {
-						return fmt.Errorf("--webrtc-udp-ports %q must be MIN-MAX, 1 ≤ MIN ≤ MAX ≤ 65535", ports)
+					lo, hi, err := rtc.ParsePortRange(ports)
+					if err != nil {
+						return fmt.Errorf("--webrtc-udp-ports %q %w", ports, err)
 					}
-					cfg.PortMin, cfg.PortMax = uint16(a), uint16(b)
+					cfg.PortMin, cfg.PortMax = lo, hi
 				}
 				for _, ip := range splitList(publicIPs) {
-					if net.ParseIP(ip) == nil {
-						return fmt.Errorf("--webrtc-public-ip %q is not an IP address", ip)
+					if err := rtc.CheckPublicIP(ip); err != nil {
+						return fmt.Errorf("--webrtc-public-ip %q %w", ip, err)
 					}
 					cfg.PublicIPs = append(cfg.PublicIPs, ip)
 				}
-				if udpMux < 0 || udpMux > 65535 || tcpMux < 0 || tcpMux > 65535 {
-					return fmt.Errorf("--webrtc-udp-mux-port and --webrtc-ice-tcp-port must be ports (0: off)")
+				if err := rtc.CheckMuxPorts(udpMux, tcpMux); err != nil {
+					return fmt.Errorf("--webrtc-udp-mux-port and --webrtc-ice-tcp-port %w", err)
 				}
 				cfg.UDPMuxPort, cfg.TCPMuxPort = udpMux, tcpMux
 				for _, u := range splitList(ice) {
-					if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {
-						return fmt.Errorf("--webrtc-ice-servers %q: a URL starts with stun:, stuns:, turn: or turns:", u)
-					}
-					s := webrtc.ICEServer{URLs: []string{u}}
-					if strings.HasPrefix(u, "turn") {
-						s.Username, s.Credential = iceUser, iceCredential
+					s, err := rtc.ParseICEServer(u, iceUser, iceCredential)
+					if err != nil {
+						return fmt.Errorf("--webrtc-ice-servers %q: %w", u, err)
 					}
 					cfg.ICEServers = append(cfg.ICEServers, s)
 				}
-				if connectTimeout <= 0 {
-					return fmt.Errorf("--webrtc-connect-timeout must be > 0")
+				if err := rtc.CheckTimeout(connectTimeout); err != nil {
+					return fmt.Errorf("--webrtc-connect-timeout %w", err)
 				}
 				cfg.ConnectTimeout = connectTimeout
-				if disconnectTimeout < rtc.MinDisconnectedTimeout {
-					return fmt.Errorf("--webrtc-disconnect-timeout must be at least %v (the server checks a call's peer every second; a shorter wait takes a live peer on a slow path for gone)", rtc.MinDisconnectedTimeout)
+				if err := rtc.CheckDisconnectedTimeout(disconnectTimeout); err != nil {
+					return fmt.Errorf("--webrtc-disconnect-timeout %w", err)
 				}
-				if failedTimeout <= 0 {
-					return fmt.Errorf("--webrtc-failed-timeout must be > 0")
+				if err := rtc.CheckTimeout(failedTimeout); err != nil {
+					return fmt.Errorf("--webrtc-failed-timeout %w", err)
 				}
 				cfg.DisconnectedTimeout, cfg.FailedTimeout = disconnectTimeout, failedTimeout
 				policy, err := rtc.ParseCandidatePolicy(privateCandidates)
