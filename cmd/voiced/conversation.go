@@ -11,23 +11,17 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/bridge"
+	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/session"
+	"github.com/voiced/voiced/speechcore"
 )
 
-// The conversation component: principal JWTs, tickets, the OpenAI-shaped ephemeral keys and the
-// realtime socket (session), with the mind it answers through (mind) and the speech engines
-// wired to session's seams (bridge.Engines). This file parses flags and wires; what the parts do
-// lives in their packages.
-func init() {
-	register("conversation", orderDoors, func() *component {
-		c := &conversationComponent{stopKeys: func() {}}
-		return &component{flags: c.flags, validate: c.validate, start: c.start, stop: c.stop}
-	})
-}
-
-// conversationComponent holds the component's flags and, once started, its server.
-type conversationComponent struct {
+// conversationConfig is the conversation's flags: principal JWTs, tickets, the OpenAI-shaped
+// ephemeral keys and the realtime socket (session), with the mind it answers through (mind) and
+// the speech engines wired to session's seams (bridge.Engines). This file parses flags and wires;
+// what the parts do lives in their packages.
+type conversationConfig struct {
 	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
@@ -36,12 +30,9 @@ type conversationComponent struct {
 	conversationBytes                                       int
 	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
-
-	srv      *session.Server
-	stopKeys context.CancelFunc // ends the JWKS refresh
 }
 
-func (c *conversationComponent) flags(fs *flag.FlagSet) {
+func (c *conversationConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.jwks, "jwks", "", "principal JWT keys: a JWKS file or an http(s) URL (fetched at start, refreshed)")
 	fs.StringVar(&c.secretFile, "jwt-secret-file", "", "principal JWT HS256 secret file (at least 32 bytes), instead of --jwks")
 	fs.StringVar(&c.issuer, "jwt-issuer", "", "required iss of principal JWTs (unchecked when empty)")
@@ -68,7 +59,7 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 }
 
-func (c *conversationComponent) validate(*App) error {
+func (c *conversationConfig) validate() error {
 	if c.jwks != "" && c.secretFile != "" {
 		return errors.New("--jwks and --jwt-secret-file both given: choose one")
 	}
@@ -101,22 +92,25 @@ func (c *conversationComponent) validate(*App) error {
 	return nil
 }
 
-func (c *conversationComponent) start(ctx context.Context, app *App) error {
-	m, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTimeout)
+// start serves the realtime conversation on svc's engines (bridge.Engines), metered by m (nil:
+// unmetered), its tickets in tickets (nil: in memory); at shutdown it waits for the
+// conversations still open.
+func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcore.Service, m *meter.Meter, tickets session.TicketStore) (*session.Server, error) {
+	mnd, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	verifier, err := c.verifier(ctx, app)
+	verifier, stopKeys, err := c.verifier(ctx, app)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := session.Config{
-		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
+		Verifier: verifier, Tickets: tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
 		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
-		Engines: bridge.Engines(app.Speech, m, app.Meter),
+		Engines: bridge.Engines(svc, mnd, m),
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
@@ -130,11 +124,11 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets
 	}
-	if c.srv, err = session.New(cfg); err != nil {
-		return err
+	srv, err := session.New(cfg)
+	if err != nil {
+		stopKeys()
+		return nil, err
 	}
-	srv := c.srv
-	app.Conversations = srv
 	// The routes a browser SDK calls from another site answer CORS for the --allow-origin pages.
 	app.HandleBrowser("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
 	app.HandleBrowser("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
@@ -144,35 +138,41 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)
 	app.Metrics.MustRegister(srv.Collectors()...)
 	app.Voice = srv
-	return nil
+	app.OnShutdown(func(ctx context.Context) error {
+		defer stopKeys()
+		return waitConversations(ctx, srv)
+	})
+	return srv, nil
 }
 
-// verifier is the principal JWT verifier the flags ask for (nil, with a warning, when none).
-func (c *conversationComponent) verifier(ctx context.Context, app *App) (*session.Verifier, error) {
+// verifier is the principal JWT verifier the flags ask for (nil, with a warning, when none), and
+// what ends its JWKS refresh.
+func (c *conversationConfig) verifier(ctx context.Context, app *App) (*session.Verifier, context.CancelFunc, error) {
 	if c.jwks == "" && c.secretFile == "" {
 		app.Log.Warn("no --jwks or --jwt-secret-file: principal JWTs cannot be verified, so no ticket can be minted and the realtime socket refuses every caller")
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	vc := session.VerifierConfig{JWKS: c.jwks, Issuer: c.issuer, Audience: c.audience, OrgClaim: c.orgClaim, OrgsClaim: c.orgsClaim}
 	if c.secretFile != "" {
 		var err error
 		if vc.Secret, err = session.ReadSecretFile(c.secretFile); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// The JWKS cache refreshes for the server's life, not the start's.
-	var keysCtx context.Context
-	keysCtx, c.stopKeys = context.WithCancel(context.WithoutCancel(ctx))
-	return session.NewVerifier(keysCtx, vc)
+	keysCtx, stopKeys := context.WithCancel(context.WithoutCancel(ctx))
+	v, err := session.NewVerifier(keysCtx, vc)
+	if err != nil {
+		stopKeys()
+		return nil, nil, err
+	}
+	return v, stopKeys, nil
 }
 
-func (c *conversationComponent) stop(ctx context.Context) error {
-	defer c.stopKeys()
-	if c.srv == nil {
-		return nil
-	}
+// waitConversations waits, bounded by ctx, for the conversations still open at shutdown.
+func waitConversations(ctx context.Context, srv *session.Server) error {
 	done := make(chan struct{})
-	go func() { c.srv.Wait(); close(done) }()
+	go func() { srv.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
