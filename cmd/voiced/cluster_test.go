@@ -43,3 +43,25 @@ func TestClusterSecret(t *testing.T) {
 		t.Errorf("derived secrets: %x %x %x", a, b, c)
 	}
 }
+
+// TestClusterDefaultsToTicketStore: the cluster store is the ticket store unless one of its own
+// is given; sharing it, the ticket store's readiness check stands for both.
+func TestClusterDefaultsToTicketStore(t *testing.T) {
+	token := []byte("the service token")
+	var c clusterConfig
+	if err := c.validate("redis://tickets:6379/0", token); err != nil || c.store != "redis://tickets:6379/0" || !c.sharesTickets {
+		t.Errorf("no --cluster-store: store %q shares %v (%v), want the ticket store, shared", c.store, c.sharesTickets, err)
+	}
+	c = clusterConfig{store: "redis://cluster:6379/1"}
+	if err := c.validate("redis://tickets:6379/0", token); err != nil || c.store != "redis://cluster:6379/1" || c.sharesTickets {
+		t.Errorf("its own --cluster-store: store %q shares %v (%v), want its own, not shared", c.store, c.sharesTickets, err)
+	}
+	c = clusterConfig{}
+	if err := c.validate("", nil); err != nil || c.store != "" {
+		t.Errorf("no store at all: %q %v, want a single node", c.store, err)
+	}
+	c = clusterConfig{}
+	if err := c.validate("http://tickets", token); err == nil || err.Error() != "--cluster-store must be a redis:// URL" {
+		t.Errorf("a ticket store that is not Redis: %v", err)
+	}
+}
