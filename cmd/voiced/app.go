@@ -17,6 +17,7 @@ import (
 	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechdoor"
 )
 
 // App is what components share. Components fill it in start order: a component reads only what
@@ -26,12 +27,12 @@ type App struct {
 	Version string
 	Log     *slog.Logger
 
-	// Speech is the speech service (set by the speech component, orderSpeech). Doors that need
-	// the mount wrap themselves with Speech.Guard.
+	// Speech is the speech engines (set by the speech component, orderSpeech). A door that needs
+	// them refuses with Speech.Ready's error while it is not nil.
 	Speech *speechcore.Service
 	// Origins is --allow-origin, parsed once: the one origin policy of every socket and browser route.
 	Origins door.Origins
-	// Sockets tracks hijacked WebSocket connections for graceful shutdown (same as Speech.Sockets).
+	// Sockets tracks hijacked WebSocket connections for graceful shutdown (the speech doors' too).
 	Sockets *door.Sockets
 	// Voice reports the conversations' capacity for /health (set by the conversation component;
 	// nil reports ok:false, busy:0, capacity:0).
@@ -46,7 +47,7 @@ type App struct {
 	Tickets session.TicketStore
 	// Peers lets other nodes serve this node's transcripts (set by the cluster component,
 	// orderStores, when --ticket-store names a shared Redis); nil on a single node.
-	Peers speechcore.Peers
+	Peers speechdoor.Peers
 	// CallPeers lets other nodes end and attach to this node's WebRTC calls (set with Peers).
 	CallPeers rtc.Peers
 	// listened are called with the listener's address once it is bound (OnListen).

@@ -19,7 +19,7 @@ import (
 	"github.com/voiced/voiced/cluster"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/rtc"
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechdoor"
 )
 
 // The cluster component: when several nodes share a Redis (--cluster-store, by default the
@@ -162,7 +162,7 @@ type peers struct {
 func (p peers) NodeID() string { return p.node.ID() }
 
 func (p peers) Forward(w http.ResponseWriter, r *http.Request, owner string) {
-	p.forward(w, r, owner, "transcript", speechcore.ErrTranscriptNodeGone)
+	p.forward(w, r, owner, "transcript", speechdoor.ErrTranscriptNodeGone)
 }
 
 // forward sends r to owner; when owner is gone or unreachable, gone answers the client.

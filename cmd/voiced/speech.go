@@ -6,17 +6,21 @@ import (
 
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechdoor"
 )
 
-// The meter is durable for the raw doors: they hold it and sync per chunk (speechcore/usage.go).
-var _ speechcore.DurableUsage = (*meter.Meter)(nil)
+// The meter is durable for the raw doors: they hold it and sync per chunk (speechdoor/usage.go).
+var _ speechdoor.DurableUsage = (*meter.Meter)(nil)
 
-// The speech component: the asset mount, the ONNX Runtime environment, the engines and the raw
-// speech doors. It starts (loads and warms every model) before the listener binds.
+// The speech component: the asset mount, the ONNX Runtime environment and the engines
+// (speechcore), and the raw speech doors that serve them (speechdoor). It starts (loads and warms
+// every model) before the listener binds.
 func init() {
 	register("speech", orderSpeech, func() *component {
 		var cfg speechcore.Config
+		var doorCfg speechdoor.Config
 		var svc *speechcore.Service
+		var doors *speechdoor.Doors
 		return &component{
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&cfg.AssetsDir, "speech-assets", "", "the speech-asset mount (MODELS.sha256 + models/); no default: unset serves everything else and speech routes answer 503")
@@ -25,23 +29,27 @@ func init() {
 				fs.IntVar(&cfg.Runtime.CUDADeviceID, "cuda-device", 0, "the GPU index with --device cuda")
 				fs.IntVar(&cfg.Runtime.IntraOpThreads, "intra-op-threads", 0, "ONNX Runtime intra-op threads per session (0: its default)")
 				fs.IntVar(&cfg.Runtime.InterOpThreads, "inter-op-threads", 0, "ONNX Runtime inter-op threads per session (0: its default)")
-				fs.IntVar(&cfg.MaxSessions, "max-speech-sessions", speechcore.DefaultMaxSessions, "concurrent raw speech sessions; beyond it 429 + Retry-After at the handshake")
-				fs.DurationVar(&cfg.SocketIdle, "speech-idle-timeout", speechcore.DefaultSocketIdle, "close a raw speech socket (/v1/transcribe, /v1/synthesize, /v1/speak/stream) silent this long with nothing in flight: idle_timeout, 1008")
+				fs.IntVar(&doorCfg.MaxSessions, "max-speech-sessions", speechdoor.DefaultMaxSessions, "concurrent raw speech sessions; beyond it 429 + Retry-After at the handshake")
+				fs.DurationVar(&doorCfg.SocketIdle, "speech-idle-timeout", speechdoor.DefaultSocketIdle, "close a raw speech socket (/v1/transcribe, /v1/synthesize, /v1/speak/stream) silent this long with nothing in flight: idle_timeout, 1008")
 			},
 			validate: func(app *App) error {
 				cfg.Log = app.Log
-				cfg.Sockets = app.Sockets
-				cfg.Origins = app.Origins // one policy for every socket door (serve parsed --allow-origin)
+				doorCfg.Log = app.Log
+				doorCfg.Sockets = app.Sockets
+				doorCfg.Origins = app.Origins // one policy for every socket door (serve parsed --allow-origin)
 				var err error
-				svc, err = speechcore.New(cfg)
+				if svc, err = speechcore.New(cfg); err != nil {
+					return err
+				}
+				doors, err = speechdoor.New(svc, doorCfg)
 				return err
 			},
 			start: func(ctx context.Context, app *App) error {
 				if app.Peers != nil { // the cluster starts first (orderStores)
-					svc.SetPeers(app.Peers)
+					doors.SetPeers(app.Peers)
 				}
 				if app.Meter != nil { // the meter starts first (orderStores); the raw doors meter under the service principal
-					svc.SetUsage(app.Meter)
+					doors.SetUsage(app.Meter)
 				}
 				if err := svc.Start(ctx); err != nil {
 					svc.Close()
@@ -49,10 +57,14 @@ func init() {
 				}
 				app.Speech = svc
 				app.Metrics.MustRegister(svc.Collectors()...)
-				svc.Register(app)
+				app.Metrics.MustRegister(doors.Collectors()...)
+				doors.Register(app)
 				return nil
 			},
-			stop: func(ctx context.Context) error { return svc.Close() },
+			stop: func(ctx context.Context) error {
+				doors.Close() // the transcripts end before the engines they decode on
+				return svc.Close()
+			},
 		}
 	})
 }
