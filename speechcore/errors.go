@@ -7,7 +7,8 @@ import (
 	"github.com/voiced/voiced/door"
 )
 
-// Named refusals shared by every speech door (door.Refusal: status, name, message safe to show).
+// The engines' refusals (door.Refusal: status, name, message safe to show): Ready answers the
+// first two; every door and the conversation show them as they are.
 var (
 	ErrNotMounted = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "speech_assets_not_mounted",
 		Message: "no speech assets are mounted: start voiced with --speech-assets DIR or VOICED_SPEECH_ASSETS=DIR; " +
@@ -16,8 +17,6 @@ var (
 	ErrNotWarm = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "speech_not_warm",
 		Message: "the speech models are still loading and warming up; retry shortly", RetryAfter: 2 * time.Second,
 		Reason: door.ReasonNotWarm}
-	ErrSessionCap = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_sessions",
-		Message: "the speech session cap is reached; retry later", RetryAfter: time.Second, Reason: door.ReasonCap}
 	ErrQueueFull = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "queue_full",
 		Message: "the model's queue is full; retry later", RetryAfter: time.Second}
 )

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -57,7 +56,7 @@ type AssetsHealth struct {
 	FilesProved int     `json:"filesProved"`
 }
 
-// SessionsHealth is the speech session gate.
+// SessionsHealth is the speech doors' session gate (the doors fill it: speechdoor).
 type SessionsHealth struct {
 	Open int `json:"open"`
 	Cap  int `json:"cap"`
@@ -102,13 +101,12 @@ func (m ModelHealth) MarshalJSON() ([]byte, error) {
 	return out, nil
 }
 
-// Health reports /v1/speech/health now.
+// Health reports /v1/speech/health now, less Sessions: the gate is the doors' (speechdoor fills it).
 func (s *Service) Health() Health {
 	h := Health{
 		Warm:         s.Warm(),
 		LatencyBarMs: LatencyBarMs,
 		Assets:       AssetsHealth{Manifest: assets.ManifestName},
-		Sessions:     SessionsHealth{Open: s.Gate.Open(), Cap: s.Gate.Cap()},
 	}
 	if s.Env != nil {
 		d, p := s.Env.Device(), s.Env.ExecutionProvider()
@@ -131,7 +129,7 @@ func (s *Service) Health() Health {
 		h.Assets.Mount, h.Assets.Version = &dir, &v
 		h.Assets.FilesProved = s.Mount.FilesProved()
 	}
-	h.Transcription = modelHealth("whisper-small", s.Transcription, map[string]*string{
+	h.Transcription = modelHealth(WhisperModelID, s.Transcription, map[string]*string{
 		"weightsDigest":          digest(assets.WhisperDir + "/encoder_model.onnx"),
 		"decoderDigest":          digest(assets.WhisperDir + "/decoder_model_merged.onnx"),
 		"tokenizerDigest":        digest(assets.WhisperDir + "/tokenizer.json"),
@@ -141,7 +139,7 @@ func (s *Service) Health() Health {
 	})
 	h.Transcription.SampleRate, h.Transcription.Encoding = 16000, "pcm16le"
 	h.Transcription.PartialCadenceMs, h.Transcription.SegmentMaxMs = 1000, 30000
-	h.Synthesis = modelHealth("kokoro-82m", s.Synthesis, map[string]*string{
+	h.Synthesis = modelHealth(KokoroModelID, s.Synthesis, map[string]*string{
 		"modelDigest":  digest(assets.KokoroDir + "/model.onnx"),
 		"configDigest": digest(assets.KokoroDir + "/config.json"),
 		"voiceDigest":  digest(assets.VoicesDir + "/af_heart.bin"),
@@ -163,19 +161,6 @@ func modelHealth(id string, st ModelStats, digests map[string]*string) ModelHeal
 		m.QueueDepth = st.QueueDepth()
 	}
 	return m
-}
-
-// serveHealth is GET /v1/speech/health. With nothing mounted it answers 503
-// speech_assets_not_mounted like the other speech doors (reference/000); before warm-up it reports
-// warm:false (a load balancer's readiness is GET /health/ready).
-func (s *Service) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if s.Mount == nil {
-		s.refuse(w, ErrNotMounted)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(s.Health())
 }
 
 // ResidentBytes reads this process's resident set (VmRSS in /proc/self/status).

@@ -1,17 +1,10 @@
 package speechcore
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"sort"
-	"strings"
 	"testing"
-
-	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/runtime"
 )
 
 // The shape of /v1/speech/health in reference/000, with vad beside transcription and synthesis.
@@ -67,43 +60,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-func TestGuardAndFallbackRoutes(t *testing.T) {
-	lib := runtime.LibPathFromEnv()
-	if lib == "" {
-		t.Skip("VOICED_ORT_LIB is not set: run through make or eval \"$(make -s env)\"")
-	}
-	svc, err := New(Config{Runtime: runtime.Config{LibPath: lib}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	mux := http.NewServeMux()
-	svc.Register(mux)
-	for _, pattern := range SpeechRoutes {
-		method, path, _ := strings.Cut(pattern, " ")
-		path = strings.ReplaceAll(path, "{id}", "abc")
-		t.Run(pattern, func(t *testing.T) {
-			rec := httptest.NewRecorder()
-			mux.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-			var f door.ErrorFrame
-			json.Unmarshal(rec.Body.Bytes(), &f)
-			if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
-				t.Errorf("%s: %d %+v, want 503 speech_assets_not_mounted", pattern, rec.Code, f)
-			}
-		})
-	}
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/speech/health", nil))
-	var f door.ErrorFrame
-	json.Unmarshal(rec.Body.Bytes(), &f)
-	if rec.Code != http.StatusServiceUnavailable || f.Name != "speech_assets_not_mounted" {
-		t.Errorf("speech health with nothing mounted: %d %s, want 503 speech_assets_not_mounted", rec.Code, rec.Body.String())
-	}
 }
 
 func TestParseVmRSS(t *testing.T) {

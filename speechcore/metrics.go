@@ -1,8 +1,6 @@
 package speechcore
 
 import (
-	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,20 +9,15 @@ import (
 	"github.com/voiced/voiced/speechcore/whisper"
 )
 
-// metrics are the speech doors' series; Service.Collectors hands them to the registry.
+// metrics are the engines' series; Service.Collectors hands them to the registry. The doors'
+// own series (sessions open and refused, first token and frame) are speechdoor's.
 type metrics struct {
-	open    *prometheus.GaugeVec   // door
-	refused *prometheus.CounterVec // reason
-	queue   []prometheus.Collector // gauge funcs on the engines' queues
+	queue []prometheus.Collector // gauge funcs on the engines' queues
 
-	firstToken    prometheus.Histogram     // /v1/transcribe firstTokenMs
-	firstFrame    *prometheus.HistogramVec // door: /v1/synthesize firstFrameMs, /v1/speak/stream
-	whisperDecode prometheus.Histogram     // one transcription's decode (owner pick-up → last token)
-	whisperModel  prometheus.Histogram     // of which inside ONNX Runtime (encoder + decoder runs)
-	whisperEncode prometheus.Histogram     // of which the encoder pass
-	kokoroPass    prometheus.Histogram     // one piece: G2P, permit wait and the forward pass
-
-	once sync.Once
+	whisperDecode prometheus.Histogram // one transcription's decode (owner pick-up → last token)
+	whisperModel  prometheus.Histogram // of which inside ONNX Runtime (encoder + decoder runs)
+	whisperEncode prometheus.Histogram // of which the encoder pass
+	kokoroPass    prometheus.Histogram // one piece: G2P, permit wait and the forward pass
 }
 
 func newMetrics(s *Service) *metrics {
@@ -32,15 +25,6 @@ func newMetrics(s *Service) *metrics {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: door.LatencyBuckets})
 	}
 	m := &metrics{
-		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: door.MetricSessionsOpen, Help: door.MetricSessionsOpenHelp,
-			ConstLabels: prometheus.Labels{"kind": "speech"}}, []string{"door"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: door.MetricSessionsRefused, Help: door.MetricSessionsRefusedHelp,
-			ConstLabels: prometheus.Labels{"kind": "speech"}}, []string{"reason"}),
-		firstToken: hist("voiced_transcribe_first_token_seconds",
-			"WS /v1/transcribe: first audio byte to the first delta (firstTokenMs)."),
-		firstFrame: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "voiced_synthesize_first_frame_seconds",
-			Help:    "Text in to its first audio frame queued: /v1/synthesize firstFrameMs (door synthesize), a /v1/speak/stream piece (door speak).",
-			Buckets: door.LatencyBuckets}, []string{"door"}),
 		whisperDecode: hist("voiced_whisper_decode_seconds",
 			"One Whisper transcription (≤ 30 s window): the owner picking it up to its last token (mel, encoder, decoder loop)."),
 		whisperModel: hist("voiced_whisper_model_seconds",
@@ -67,23 +51,14 @@ func newMetrics(s *Service) *metrics {
 				}
 				return float64(s.Kokoro.QueueDepth())
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "voiced_transcripts_open",
-			Help: "Half-duplex transcripts (/v1/audio/transcript) open now."},
-			func() float64 {
-				if s.transcripts == nil {
-					return 0
-				}
-				return float64(s.transcripts.openCount())
-			}),
 	}
 	return m
 }
 
-// Collectors returns the speech doors' series for a Prometheus registry (never the default one).
+// Collectors returns the engines' series for a Prometheus registry (never the default one).
 func (s *Service) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return append([]prometheus.Collector{m.open, m.refused, m.firstToken, m.firstFrame,
-		m.whisperDecode, m.whisperModel, m.whisperEncode, m.kokoroPass}, m.queue...)
+	return append([]prometheus.Collector{m.whisperDecode, m.whisperModel, m.whisperEncode, m.kokoroPass}, m.queue...)
 }
 
 // ObserveTranscription records one Whisper result's pass durations (the doors and the
@@ -96,22 +71,3 @@ func (s *Service) ObserveTranscription(r whisper.Result) {
 
 // ObserveSynthesis records one Kokoro piece's duration, from the call to its audio.
 func (s *Service) ObserveSynthesis(d time.Duration) { s.metrics.kokoroPass.Observe(d.Seconds()) }
-
-// refuse counts a refusal by reason (when it has one) and answers it.
-func (s *Service) refuse(w http.ResponseWriter, err error) {
-	s.countRefusal(err)
-	door.WriteError(w, err)
-}
-
-func (s *Service) countRefusal(err error) {
-	if reason := door.ReasonFor(err); reason != "" {
-		s.metrics.refused.WithLabelValues(reason).Inc()
-	}
-}
-
-// opened counts a session open at door until the returned func is called.
-func (s *Service) opened(door string) (closed func()) {
-	g := s.metrics.open.WithLabelValues(door)
-	g.Inc()
-	return g.Dec
-}

@@ -29,7 +29,7 @@ type App struct {
 	Speech *speechcore.Service
 	// Origins is --allow-origin, parsed once: the one origin policy of every socket and browser route.
 	Origins door.Origins
-	// Sockets tracks hijacked WebSocket connections for graceful shutdown (same as Speech.Sockets).
+	// Sockets tracks hijacked WebSocket connections for graceful shutdown (the speech doors' too).
 	Sockets *door.Sockets
 	// Voice reports the conversations' capacity for /health (set by the conversation part; nil
 	// reports ok:false, busy:0, capacity:0).

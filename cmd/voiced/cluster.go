@@ -14,7 +14,7 @@ import (
 
 	"github.com/voiced/voiced/cluster"
 	"github.com/voiced/voiced/rtc"
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechdoor"
 )
 
 // clusterConfig is the cluster's flags: when several nodes share a Redis (--cluster-store, by
@@ -103,11 +103,11 @@ func (c *clusterConfig) start(ctx context.Context, app *App) (*cluster.Node, err
 // clusterPeers are the doors' views of the cluster (nil, nil on a single node): a transcript or
 // a call another node holds is forwarded there; when that node is gone, transcript_not_found or
 // call_not_found.
-func clusterPeers(node *cluster.Node) (speechcore.Peers, rtc.Peers) {
+func clusterPeers(node *cluster.Node) (speechdoor.Peers, rtc.Peers) {
 	if node == nil {
 		return nil, nil
 	}
-	return node.Peers("transcript", speechcore.ErrTranscriptNodeGone), node.Peers("call", rtc.ErrCallNotFound)
+	return node.Peers("transcript", speechdoor.ErrTranscriptNodeGone), node.Peers("call", rtc.ErrCallNotFound)
 }
 
 // clusterSecret is the key node entries are signed with: --cluster-secret-file's contents, else

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/cluster"
-	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechdoor"
 )
 
 // The door refuses to forward a request a peer forwarded by this header's name; the cluster sets it.
 func TestForwardedHeaderAgrees(t *testing.T) {
-	if cluster.ForwardedHeader != speechcore.ForwardedHeader {
-		t.Fatalf("cluster sets %q, speechcore reads %q", cluster.ForwardedHeader, speechcore.ForwardedHeader)
+	if cluster.ForwardedHeader != speechdoor.ForwardedHeader {
+		t.Fatalf("cluster sets %q, speechdoor reads %q", cluster.ForwardedHeader, speechdoor.ForwardedHeader)
 	}
 }
 

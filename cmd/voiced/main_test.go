@@ -365,6 +365,7 @@ func TestServeWithoutMount(t *testing.T) {
 		{"voice not mounted", "WS", "/v1/voice?ticket=x", tok, 503, "speech_assets_not_mounted"},
 		{"voice without a handshake", "GET", "/v1/voice?ticket=x", tok, 426, "websocket_upgrade_required"},
 		{"unknown route", "GET", "/v1/nothing", tok, 404, "not_found"},
+		{"unknown conversation route", "GET", "/v1/voice/nothing", tok, 404, "not_found"}, // no URL-prefix 503: each door refuses itself
 		{"speech health not mounted", "GET", "/v1/speech/health", tok, 503, "speech_assets_not_mounted"},
 		{"live", "GET", "/health/live", "", 200, ""},
 		{"ready without a mount", "GET", "/health/ready", "", 503, "speech_assets_not_mounted"},

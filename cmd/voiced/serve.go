@@ -11,12 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore"
 )
 
 // serverConfig is the listener, shutdown and logging: the flags every server has.
@@ -250,14 +248,9 @@ func (a *App) runShutdown() {
 	}
 }
 
-// serveFallback answers what no route claimed (after the token check): the conversation's routes
-// when nothing is mounted are 503 speech_assets_not_mounted, anything else 404.
+// serveFallback answers what no route claimed (after the token check): 404. Each door answers its
+// own refusals (the speech doors and the conversation's routes refuse 503 while the speech engines
+// are not mounted or not warm).
 func (a *App) serveFallback(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	speechPath := p == "/v1/voice" || strings.HasPrefix(p, "/v1/voice/") || strings.HasPrefix(p, "/v1/realtime")
-	if speechPath && a.Speech != nil && !a.Speech.Mounted() {
-		door.WriteError(w, speechcore.ErrNotMounted)
-		return
-	}
-	door.WriteError(w, door.NewRefusal(http.StatusNotFound, "not_found", "no route "+r.Method+" "+p))
+	door.WriteError(w, door.NewRefusal(http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path))
 }

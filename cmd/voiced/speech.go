@@ -6,17 +6,20 @@ import (
 
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechdoor"
 )
 
-// The meter is durable for the raw doors: they hold it and sync per chunk (speechcore/usage.go).
-var _ speechcore.DurableUsage = (*meter.Meter)(nil)
+// The meter is durable for the raw doors: they hold it and sync per chunk (speechdoor/usage.go).
+var _ speechdoor.DurableUsage = (*meter.Meter)(nil)
 
-// speechConfig is the speech service's flags: the asset mount, the ONNX Runtime environment, the
-// engines and the raw speech doors. It starts (loads and warms every model) before the listener
-// binds.
+// speechConfig is the speech service's flags: the asset mount, the ONNX Runtime environment and the
+// engines (speechcore), and the raw speech doors that serve them (speechdoor). It starts (loads and
+// warms every model) before the listener binds.
 type speechConfig struct {
-	cfg speechcore.Config
-	svc *speechcore.Service
+	cfg     speechcore.Config
+	doorCfg speechdoor.Config
+	svc     *speechcore.Service
+	doors   *speechdoor.Doors
 }
 
 func (c *speechConfig) flags(fs *flag.FlagSet) {
@@ -27,29 +30,33 @@ func (c *speechConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Runtime.CUDADeviceID, "cuda-device", 0, "the GPU index with --device cuda")
 	fs.IntVar(&cfg.Runtime.IntraOpThreads, "intra-op-threads", 0, "ONNX Runtime intra-op threads per session (0: its default)")
 	fs.IntVar(&cfg.Runtime.InterOpThreads, "inter-op-threads", 0, "ONNX Runtime inter-op threads per session (0: its default)")
-	fs.IntVar(&cfg.MaxSessions, "max-speech-sessions", speechcore.DefaultMaxSessions, "concurrent raw speech sessions; beyond it 429 + Retry-After at the handshake")
-	fs.DurationVar(&cfg.SocketIdle, "speech-idle-timeout", speechcore.DefaultSocketIdle, "close a raw speech socket (/v1/transcribe, /v1/synthesize, /v1/speak/stream) silent this long with nothing in flight: idle_timeout, 1008")
+	fs.IntVar(&c.doorCfg.MaxSessions, "max-speech-sessions", speechdoor.DefaultMaxSessions, "concurrent raw speech sessions; beyond it 429 + Retry-After at the handshake")
+	fs.DurationVar(&c.doorCfg.SocketIdle, "speech-idle-timeout", speechdoor.DefaultSocketIdle, "close a raw speech socket (/v1/transcribe, /v1/synthesize, /v1/speak/stream) silent this long with nothing in flight: idle_timeout, 1008")
 }
 
 func (c *speechConfig) validate(app *App) error {
 	c.cfg.Log = app.Log
-	c.cfg.Sockets = app.Sockets
-	c.cfg.Origins = app.Origins // one policy for every socket door (serve parsed --allow-origin)
+	c.doorCfg.Log = app.Log
+	c.doorCfg.Sockets = app.Sockets
+	c.doorCfg.Origins = app.Origins // one policy for every socket door (serve parsed --allow-origin)
 	var err error
-	c.svc, err = speechcore.New(c.cfg)
+	if c.svc, err = speechcore.New(c.cfg); err != nil {
+		return err
+	}
+	c.doors, err = speechdoor.New(c.svc, c.doorCfg)
 	return err
 }
 
 // start loads and warms the models and serves the raw speech doors; peers (nil on a single node)
 // serve other nodes' transcripts, m (nil: unmetered) meters the raw doors under the service
 // principal.
-func (c *speechConfig) start(ctx context.Context, app *App, peers speechcore.Peers, m *meter.Meter) (*speechcore.Service, error) {
-	svc := c.svc
+func (c *speechConfig) start(ctx context.Context, app *App, peers speechdoor.Peers, m *meter.Meter) (*speechcore.Service, error) {
+	svc, doors := c.svc, c.doors
 	if peers != nil {
-		svc.SetPeers(peers)
+		doors.SetPeers(peers)
 	}
 	if m != nil {
-		svc.SetUsage(m)
+		doors.SetUsage(m)
 	}
 	if err := svc.Start(ctx); err != nil {
 		svc.Close()
@@ -57,7 +64,11 @@ func (c *speechConfig) start(ctx context.Context, app *App, peers speechcore.Pee
 	}
 	app.Speech = svc
 	app.Metrics.MustRegister(svc.Collectors()...)
-	svc.Register(app)
-	app.OnShutdown(func(context.Context) error { return svc.Close() })
+	app.Metrics.MustRegister(doors.Collectors()...)
+	doors.Register(app)
+	app.OnShutdown(func(context.Context) error {
+		doors.Close() // the transcripts end before the engines they decode on
+		return svc.Close()
+	})
 	return svc, nil
 }

@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func TestTranscriptPushesAndClose(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	speech := realSpeech(t)
-	ref, err := squelch.New(squelch.Config{Model: h.svc.Silero})
+	ref, err := squelch.New(squelch.Config{Model: h.svc.speech.Silero})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestTranscriptPushesAndClose(t *testing.T) {
 	}
 	var want []string
 	for _, u := range utterances {
-		res, err := h.svc.Whisper.Transcribe(context.Background(), u)
+		res, err := h.svc.speech.Whisper.Transcribe(context.Background(), u)
 		if err != nil {
 			t.Fatal(err)
 		}

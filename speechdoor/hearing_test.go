@@ -1,10 +1,11 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/audio"
-	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/fixture"
 	ortenv "github.com/voiced/voiced/speechcore/runtime"
 )
@@ -31,10 +32,10 @@ var hearingMount struct {
 	err  error
 }
 
-// hearingServer is a Service with Whisper and Silero loaded on the fixture mount and the
-// speech-to-text doors served by an httptest server (without Guard: the doors are under test).
+// hearingServer is the speech Service started on the fixture mount and the speech-to-text doors
+// served by an httptest server (without Guard: the doors are under test).
 type hearingServer struct {
-	svc         *Service
+	svc         *Doors
 	srv         *httptest.Server
 	transcribe  *TranscribeDoor
 	transcripts *TranscriptDoor
@@ -47,21 +48,15 @@ func (h *hearingServer) transcript(id string) *transcript {
 	return h.transcripts.sessions[id]
 }
 
-func newHearingServer(t testing.TB, cfg Config) *hearingServer {
+// startSpeech starts a speech Service on dir (every model loaded and warmed on the shared ONNX
+// Runtime environment, or one opened for this test) and closes it when the test ends.
+func startSpeech(t testing.TB, dir string, log *slog.Logger) *speechcore.Service {
 	t.Helper()
 	lib := ortenv.LibPathFromEnv()
 	if lib == "" {
 		t.Skip("VOICED_ORT_LIB is not set: run through make or eval \"$(make -s env)\"")
 	}
-	hearingMount.once.Do(func() {
-		hearingMount.dir, hearingMount.err = os.MkdirTemp("", "voiced-hearing-")
-		if hearingMount.err == nil {
-			hearingMount.err = fixture.Write(hearingMount.dir, fixture.Options{SileroModel: os.Getenv("VOICED_SILERO_MODEL")})
-		}
-	})
-	if hearingMount.err != nil {
-		t.Fatalf("fixture mount: %v", hearingMount.err)
-	}
+	// One ONNX Runtime environment per process: share one that is open, else open one for this test.
 	env := ortenv.Shared()
 	if env == nil {
 		var err error
@@ -70,19 +65,48 @@ func newHearingServer(t testing.TB, cfg Config) *hearingServer {
 		}
 		t.Cleanup(func() { env.Close() })
 	}
-	cfg.AssetsDir, cfg.Env = hearingMount.dir, env
-	svc, err := New(cfg)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	svc, err := speechcore.New(speechcore.Config{AssetsDir: dir, Env: env, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Env = env
-	if svc.Mount, err = assets.Open(hearingMount.dir); err != nil {
+	if err := svc.Start(context.Background()); err != nil {
+		svc.Close()
 		t.Fatal(err)
 	}
-	if err := svc.loadVAD(context.Background()); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { svc.Close() })
+	return svc
+}
+
+// fixtureMount writes the fixture mount once into m.
+func fixtureMount(t testing.TB, m *struct {
+	once sync.Once
+	dir  string
+	err  error
+}, prefix string) string {
+	t.Helper()
+	if ortenv.LibPathFromEnv() == "" {
+		t.Skip("VOICED_ORT_LIB is not set: run through make or eval \"$(make -s env)\"")
 	}
-	if err := svc.loadWhisper(context.Background()); err != nil {
+	m.once.Do(func() {
+		m.dir, m.err = os.MkdirTemp("", prefix)
+		if m.err == nil {
+			m.err = fixture.Write(m.dir, fixture.Options{SileroModel: os.Getenv("VOICED_SILERO_MODEL")})
+		}
+	})
+	if m.err != nil {
+		t.Fatalf("fixture mount: %v", m.err)
+	}
+	return m.dir
+}
+
+func newHearingServer(t testing.TB, cfg Config) *hearingServer {
+	t.Helper()
+	speech := startSpeech(t, fixtureMount(t, &hearingMount, "voiced-hearing-"), cfg.Log)
+	svc, err := New(speech, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	h := &hearingServer{svc: svc, transcribe: NewTranscribeDoor(svc), transcripts: NewTranscriptDoor(svc)}

@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"encoding/json"

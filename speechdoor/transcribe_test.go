@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"bufio"
@@ -342,12 +342,12 @@ func TestTranscribeDoorDecodesOnClientClose(t *testing.T) {
 	pcm, _ := codecSpeech(t, "ðə kˈæt")
 	c.sendAudio(pcm)
 	c.Ping()
-	before := h.svc.Whisper.Stats().Decodes
+	before := h.svc.speech.Whisper.Stats().Decodes
 	c.conn.Close(websocket.StatusNormalClosure, "")
 	deadline := time.Now().Add(20 * time.Second)
-	for h.svc.Whisper.Stats().Decodes == before || h.svc.Sockets.Open() != 0 {
+	for h.svc.speech.Whisper.Stats().Decodes == before || h.svc.Sockets.Open() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("decodes %d (was %d), sockets open %d", h.svc.Whisper.Stats().Decodes, before, h.svc.Sockets.Open())
+			t.Fatalf("decodes %d (was %d), sockets open %d", h.svc.speech.Whisper.Stats().Decodes, before, h.svc.Sockets.Open())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -359,7 +359,7 @@ func TestTranscribeDoorDecodesOnClientClose(t *testing.T) {
 func TestTranscribeDoorIncrementalMel(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	pcm, phonemes := codecSpeech(t, sttSentence)
-	s := &transcribeSession{engine: h.svc.Whisper}
+	s := &transcribeSession{engine: h.svc.speech.Whisper}
 	ctx := context.Background()
 	step := len(pcm)/4 + 1
 	for seg := range 2 {
@@ -373,7 +373,7 @@ func TestTranscribeDoorIncrementalMel(t *testing.T) {
 			if s.mel == nil || s.mel.Len() != end || s.melSeg != seg {
 				t.Fatalf("segment %d after %d samples: not decoded through the segment's MelStream", seg, end)
 			}
-			want, err := h.svc.Whisper.Transcribe(ctx, pcm[:end])
+			want, err := h.svc.speech.Whisper.Transcribe(ctx, pcm[:end])
 			if err != nil {
 				t.Fatal(err)
 			}

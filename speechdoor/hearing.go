@@ -1,14 +1,11 @@
-package speechcore
+package speechdoor
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/whisper"
 )
 
@@ -22,40 +19,8 @@ var (
 		Message: "the transcription model failed on this audio; see the server log"}
 )
 
-// loadWhisper loads the mount's Whisper and runs its warm-up pass, filling s.Whisper and
-// s.Transcription. Start's loadModels calls it once.
-func (s *Service) loadWhisper(ctx context.Context) error {
-	e, err := whisper.Load(ctx, s.Env, s.Mount.Path(assets.WhisperDir), whisper.Options{ModelID: "whisper-small"})
-	if err != nil {
-		return fmt.Errorf("load transcription model: %w", err)
-	}
-	st := e.Stats()
-	s.Whisper = e
-	s.Transcription = ModelStats{
-		Loaded:             true,
-		LoadMs:             st.LoadMs,
-		WarmupMs:           st.WarmupMs,
-		ResidentDeltaBytes: st.ResidentDeltaBytes,
-		QueueDepth:         func() int { return e.Stats().QueueDepth },
-	}
-	s.log.Info("transcription model warm", "model", st.ModelID, "loadMs", st.LoadMs, "warmupMs", st.WarmupMs, "residentDeltaBytes", st.ResidentDeltaBytes)
-	return nil
-}
-
-// closeHearing ends the open transcripts, then stops the Whisper owner and destroys its
-// sessions; Close calls it before the runtime environment closes.
-func (s *Service) closeHearing() error {
-	if s.transcripts != nil {
-		s.transcripts.Shutdown()
-	}
-	if s.Whisper == nil {
-		return nil
-	}
-	return s.Whisper.Close()
-}
-
 // hearingRoutes claims the speech-to-text doors; routes calls it.
-func (s *Service) hearingRoutes() {
+func (s *Doors) hearingRoutes() {
 	s.Handle("GET /v1/transcribe", NewTranscribeDoor(s))
 	s.Handle("POST /v1/audio/transcriptions", NewTranscriptionsDoor(s))
 	s.transcripts = NewTranscriptDoor(s)

@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -23,9 +22,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/fixture"
-	ortenv "github.com/voiced/voiced/speechcore/runtime"
 )
 
 // speakingMount is one fixture mount for every speaking-door test, written once.
@@ -35,54 +32,24 @@ var speakingMount struct {
 	err  error
 }
 
-// speakingServer is a Service with Kokoro loaded on the fixture mount and the three speaking doors
+// speakingServer is the speech Service started on the fixture mount and the three speaking doors
 // served by an httptest server (without Guard: the doors themselves are under test).
 type speakingServer struct {
-	svc   *Service
+	svc   *Doors
 	srv   *httptest.Server
 	speak *SpeakDoor
 }
 
 func newSpeakingServer(t testing.TB, cfg Config) *speakingServer {
 	t.Helper()
-	lib := ortenv.LibPathFromEnv()
-	if lib == "" {
-		t.Skip("VOICED_ORT_LIB is not set: run through make or eval \"$(make -s env)\"")
-	}
-	speakingMount.once.Do(func() {
-		speakingMount.dir, speakingMount.err = os.MkdirTemp("", "voiced-speaking-")
-		if speakingMount.err == nil {
-			speakingMount.err = fixture.Write(speakingMount.dir, fixture.Options{SileroModel: os.Getenv("VOICED_SILERO_MODEL")})
-		}
-	})
-	if speakingMount.err != nil {
-		t.Fatalf("fixture mount: %v", speakingMount.err)
-	}
-	// One ONNX Runtime environment per process: share one that is open, else open one for this test.
-	env := ortenv.Shared()
-	if env == nil {
-		var err error
-		if env, err = ortenv.Open(ortenv.Config{LibPath: lib, IntraOpThreads: 1}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { env.Close() })
-	}
-	cfg.AssetsDir, cfg.Env = speakingMount.dir, env
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	svc, err := New(cfg)
+	speech := startSpeech(t, fixtureMount(t, &speakingMount, "voiced-speaking-"), cfg.Log)
+	svc, err := New(speech, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Env = env
-	if svc.Mount, err = assets.Open(speakingMount.dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.loadKokoro(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
 	s := &speakingServer{svc: svc, speak: NewSpeakDoor(svc)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/synthesize", NewSynthesizeDoor(svc))
@@ -513,7 +480,7 @@ func (c *rawWS) readType() string {
 func TestSynthesizeDoorFinishesUtteranceOnClientClose(t *testing.T) {
 	checkGoroutines(t)
 	s := newSpeakingServer(t, Config{})
-	release, err := s.svc.Kokoro.Hold(context.Background())
+	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +505,7 @@ func TestSynthesizeDoorFinishesUtteranceOnClientClose(t *testing.T) {
 func TestSynthesizeIdleCloses(t *testing.T) {
 	checkGoroutines(t)
 	s := newSpeakingServer(t, Config{SocketIdle: 200 * time.Millisecond})
-	release, err := s.svc.Kokoro.Hold(context.Background())
+	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

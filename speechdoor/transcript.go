@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/assets"
 	"github.com/voiced/voiced/speechcore/squelch"
 	"github.com/voiced/voiced/speechcore/whisper"
@@ -98,7 +99,7 @@ const ForwardedHeader = "X-Voiced-Forwarded-By"
 // transcript's window is re-decoded in the background as it fills, so a push is answered at
 // once with whatever text exists.
 type TranscriptDoor struct {
-	svc *Service
+	svc *Doors
 	// ModelPath is the Silero model (default: the mount's models/silero-vad/silero_vad.onnx).
 	ModelPath string
 	Limit     time.Duration // default DefaultTranscriptLimit
@@ -127,7 +128,7 @@ type tomb struct {
 }
 
 // NewTranscriptDoor returns the door reading its engine and mount from svc.
-func NewTranscriptDoor(svc *Service) *TranscriptDoor {
+func NewTranscriptDoor(svc *Doors) *TranscriptDoor {
 	return &TranscriptDoor{svc: svc, sessions: map[string]*transcript{}, tombs: map[string]tomb{}}
 }
 
@@ -148,7 +149,7 @@ type transcript struct {
 	done   chan struct{} // closed when the worker has exited
 	guard  int           // samples
 	cut    int           // samples
-	// observe records each decode's pass durations (Service.ObserveTranscription).
+	// observe records each decode's pass durations (speechcore.Service.ObserveTranscription).
 	observe func(whisper.Result)
 
 	mu         sync.Mutex
@@ -185,9 +186,9 @@ func (d *TranscriptDoor) limits() (limit, idle time.Duration, guard, cut int) {
 
 // Open answers POST /v1/audio/transcript.
 func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
-	engine := d.svc.Whisper
+	engine := d.svc.speech.Whisper
 	if engine == nil {
-		door.WriteError(w, ErrNotWarm)
+		door.WriteError(w, speechcore.ErrNotWarm)
 		return
 	}
 	d.sweep()
@@ -217,7 +218,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	_, _, guard, cut := d.limits()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transcript{
-		id: d.newID(), engine: engine, observe: d.svc.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
+		id: d.newID(), engine: engine, observe: d.svc.speech.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		lastUsed: time.Now(),
 	}
@@ -463,8 +464,8 @@ func (d *TranscriptDoor) find(id string) (*transcript, *door.Refusal) {
 }
 
 func (d *TranscriptDoor) squelchModel() (*squelch.Model, error) {
-	if d.ModelPath == "" && d.svc.Silero != nil {
-		return d.svc.Silero, nil // the service's shared model; the service closes it
+	if d.ModelPath == "" && d.svc.speech.Silero != nil {
+		return d.svc.speech.Silero, nil // the service's shared model; the service closes it
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -473,12 +474,12 @@ func (d *TranscriptDoor) squelchModel() (*squelch.Model, error) {
 	}
 	path := d.ModelPath
 	if path == "" {
-		if d.svc.Mount == nil {
-			return nil, ErrNotMounted
+		if d.svc.speech.Mount == nil {
+			return nil, speechcore.ErrNotMounted
 		}
-		path = d.svc.Mount.Path(assets.SileroModel)
+		path = d.svc.speech.Mount.Path(assets.SileroModel)
 	}
-	m, err := squelch.Load(d.svc.Env, path)
+	m, err := squelch.Load(d.svc.speech.Env, path)
 	if err != nil {
 		return nil, fmt.Errorf("load squelch model: %w", err)
 	}
@@ -568,7 +569,7 @@ func (t *transcript) textLocked() string {
 }
 
 // work is the transcript's decoder: it catches up each time the window changes.
-func (t *transcript) work(ctx context.Context, svc *Service) {
+func (t *transcript) work(ctx context.Context, svc *Doors) {
 	defer close(t.done)
 	for {
 		select {
@@ -605,7 +606,7 @@ func (t *transcript) stopWorker() {
 
 // finish stops the worker after its current decode, then decodes the rest of the window on the
 // caller's goroutine and returns the whole text.
-func (t *transcript) finish(ctx context.Context, svc *Service) (string, error) {
+func (t *transcript) finish(ctx context.Context, svc *Doors) (string, error) {
 	t.stopWorker()
 	t.mu.Lock()
 	if t.sq != nil {

@@ -1,11 +1,11 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
 	"time"
 )
 
-// The raw doors meter under one principal: the service token is not a person. speechcore does
+// The raw doors meter under one principal: the service token is not a person. speechdoor does
 // not import the meter (imports run one way); cmd/voiced hands the meter in as a UsageRecorder.
 const (
 	// UsagePrincipal is the principal the raw doors meter under (meter.ServicePrincipal).
@@ -38,11 +38,11 @@ type DurableUsage interface {
 // not write and retries it; the door does not wait longer).
 const usageSyncTimeout = 2 * time.Second
 
-// SetUsage hands the doors a recorder; nil (the default) meters nothing. Call it before Start.
-func (s *Service) SetUsage(u UsageRecorder) { s.usage = u }
+// SetUsage hands the doors a recorder; nil (the default) meters nothing. Call it before Register.
+func (s *Doors) SetUsage(u UsageRecorder) { s.usage = u }
 
 // holdUsage holds a durable recorder for a door's lifetime: defer s.holdUsage()().
-func (s *Service) holdUsage() (release func()) {
+func (s *Doors) holdUsage() (release func()) {
 	if d, ok := s.usage.(DurableUsage); ok {
 		return d.Hold()
 	}
@@ -50,7 +50,7 @@ func (s *Service) holdUsage() (release func()) {
 }
 
 // heard records seconds of audio put in front of the decoder by a raw door, durably.
-func (s *Service) heard(seconds float64) {
+func (s *Doors) heard(seconds float64) {
 	if s.usage != nil && seconds > 0 {
 		s.usage.Add(UsagePrincipal, "", UsageDoorTranscribe, seconds, 0)
 		s.syncUsage()
@@ -58,7 +58,7 @@ func (s *Service) heard(seconds float64) {
 }
 
 // spoken records seconds of audio a raw door sent, durably.
-func (s *Service) spoken(seconds float64) {
+func (s *Doors) spoken(seconds float64) {
 	if s.usage != nil && seconds > 0 {
 		s.usage.Add(UsagePrincipal, "", UsageDoorSynthesize, 0, seconds)
 		s.syncUsage()
@@ -68,7 +68,7 @@ func (s *Service) spoken(seconds float64) {
 // syncUsage waits until what was added is durable, on its own bounded context: a client that
 // leaves mid-write must not cancel the write of what it was served. Failures are the recorder's
 // to log and retry.
-func (s *Service) syncUsage() {
+func (s *Doors) syncUsage() {
 	d, ok := s.usage.(DurableUsage)
 	if !ok {
 		return

@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 
@@ -37,11 +38,11 @@ var ErrInvalidRequestBody = &door.Refusal{Status: http.StatusBadRequest, Name: "
 // are OpenAI's shape, {"error":{"message","type","param","code"}}, code being voiced's name; a
 // failure after audio began cuts the response short.
 type SpeechDoor struct {
-	svc *Service
+	svc *Doors
 }
 
 // NewSpeechDoor returns the door reading its engine and gate from svc.
-func NewSpeechDoor(svc *Service) *SpeechDoor { return &SpeechDoor{svc: svc} }
+func NewSpeechDoor(svc *Doors) *SpeechDoor { return &SpeechDoor{svc: svc} }
 
 type speechRequest struct {
 	Model          string   `json:"model"`
@@ -88,9 +89,9 @@ func writeSpeechError(w http.ResponseWriter, err error, param string) {
 }
 
 func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	engine := d.svc.Kokoro
+	engine := d.svc.speech.Kokoro
 	if engine == nil {
-		writeSpeechError(w, ErrNotWarm, "")
+		writeSpeechError(w, speechcore.ErrNotWarm, "")
 		return
 	}
 	var req speechRequest
@@ -166,7 +167,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	pieceStart := time.Now()
 	started := false
 	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
-		d.svc.ObserveSynthesis(time.Since(pieceStart))
+		d.svc.speech.ObserveSynthesis(time.Since(pieceStart))
 		if !started {
 			started = true
 			if format == "wav" {

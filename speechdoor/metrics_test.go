@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"net/http"
@@ -43,6 +43,7 @@ func TestSpeakingMetricsMove(t *testing.T) {
 	s := newSpeakingServer(t, Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.svc.Collectors()...)
+	reg.MustRegister(s.svc.speech.Collectors()...)
 
 	c := dial(t, s.wsURL("/v1/synthesize"), nil)
 	c.expect("ready")
@@ -75,6 +76,7 @@ func TestHearingMetricsMove(t *testing.T) {
 	h := newHearingServer(t, Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(h.svc.Collectors()...)
+	reg.MustRegister(h.svc.speech.Collectors()...)
 	pcm, _ := codecSpeech(t, "həlˈO wˈɜɹld.")
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
 	c.until("ready", "")

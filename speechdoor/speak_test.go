@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
@@ -155,7 +155,7 @@ func TestSpeakStreamCancel(t *testing.T) {
 	s := newSpeakingServer(t, Config{})
 	c := openSpeak(t, s)
 	// Hold the model so the pieces queue up behind it.
-	release, err := s.svc.Kokoro.Hold(context.Background())
+	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestSpeakStreamCancel(t *testing.T) {
 func TestSpeakStreamQueuedBehindAnotherSocket(t *testing.T) {
 	checkGoroutines(t)
 	s := newSpeakingServer(t, Config{})
-	release, err := s.svc.Kokoro.Hold(context.Background())
+	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestSpeakStreamNotIdleWhileSpeaking(t *testing.T) {
 	checkGoroutines(t)
 	s := newSpeakingServer(t, Config{})
 	s.speak.IdleTimeout = 100 * time.Millisecond
-	release, err := s.svc.Kokoro.Hold(context.Background())
+	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/speechcore"
 )
 
 // MaxUploadBytes bounds a POST /v1/audio/transcriptions body (OpenAI's own limit is 25 MB).
@@ -46,11 +47,11 @@ var (
 // ignored; 'response_format' is json (default), text, verbose_json, srt or vtt (one cue per window). Audio over 30 s is
 // decoded in 30 s windows, joined with a space.
 type TranscriptionsDoor struct {
-	svc *Service
+	svc *Doors
 }
 
 // NewTranscriptionsDoor returns the door reading its engine from svc.
-func NewTranscriptionsDoor(svc *Service) *TranscriptionsDoor { return &TranscriptionsDoor{svc: svc} }
+func NewTranscriptionsDoor(svc *Doors) *TranscriptionsDoor { return &TranscriptionsDoor{svc: svc} }
 
 type verboseSegment struct {
 	ID               int     `json:"id"`
@@ -74,9 +75,9 @@ type verboseTranscription struct {
 }
 
 func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	engine := d.svc.Whisper
+	engine := d.svc.speech.Whisper
 	if engine == nil {
-		writeOpenAIError(w, ErrNotWarm)
+		writeOpenAIError(w, speechcore.ErrNotWarm)
 		return
 	}
 	// A speech session like any other: an upload is read, spooled and decoded only within the cap.
@@ -122,7 +123,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		res, err := engine.Transcribe(r.Context(), window)
 		if err == nil {
-			d.svc.ObserveTranscription(res)
+			d.svc.speech.ObserveTranscription(res)
 		}
 		if err != nil {
 			if r.Context().Err() != nil {

@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
@@ -17,16 +17,13 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/speechcore/assets"
+	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 
 // The text-to-speech doors: WS /v1/synthesize (this file), WS /v1/speak/stream (speak.go) and
-// POST /v1/audio/speech (speech.go). They share the refusals, the Kokoro loader, the origin check
+// POST /v1/audio/speech (speech.go). They share the refusals, the origin check
 // and the socket writer below.
-
-// KokoroModelID is the synthesis model's name in ready frames and health.
-const KokoroModelID = "kokoro-82m"
 
 // ttsFrameLimit is the largest text frame or body the speaking doors read (4 MiB); more is
 // refused by name. ttsDrainLimit bounds what is read and thrown away of an oversize frame before
@@ -72,38 +69,10 @@ var (
 )
 
 // speakingRoutes claims the text-to-speech routes; routes() calls it.
-func (s *Service) speakingRoutes() {
+func (s *Doors) speakingRoutes() {
 	s.Handle("GET /v1/synthesize", NewSynthesizeDoor(s))
 	s.Handle("GET /v1/speak/stream", NewSpeakDoor(s))
 	s.Handle("POST /v1/audio/speech", NewSpeechDoor(s))
-}
-
-// loadKokoro loads the mount's Kokoro and runs its warm-up pass, filling s.Kokoro and s.Synthesis.
-func (s *Service) loadKokoro(ctx context.Context) error {
-	e, err := kokoro.Load(ctx, s.Env, s.Mount.Path(assets.KokoroDir), kokoro.Options{})
-	if err != nil {
-		return fmt.Errorf("load synthesis model: %w", err)
-	}
-	st := e.Stats()
-	s.Kokoro = e
-	s.Synthesis = ModelStats{
-		Loaded:             true,
-		LoadMs:             st.LoadMs,
-		WarmupMs:           st.WarmupMs,
-		ResidentDeltaBytes: st.ResidentDeltaBytes,
-		QueueDepth:         e.QueueDepth,
-	}
-	s.log.Info("synthesis model warm", "model", KokoroModelID, "voices", e.Voices(), "loadMs", st.LoadMs, "warmupMs", st.WarmupMs, "residentDeltaBytes", st.ResidentDeltaBytes)
-	return nil
-}
-
-// closeKokoro waits for the pass in flight and releases the session; Close calls it before the
-// runtime environment closes.
-func (s *Service) closeKokoro() error {
-	if s.Kokoro == nil {
-		return nil
-	}
-	return s.Kokoro.Close()
 }
 
 // synthesisError maps an engine error to what a client is shown.
@@ -152,7 +121,7 @@ func checkVoice(e *kokoro.Engine, voice string) error {
 // (429 + Retry-After at the cap), a place in the shutdown registry (503 shutting_down while
 // draining), then the upgrade. Every refusal is answered by name before ok is false. done releases
 // all of it; ctx is cancelled when the shutdown grace ends.
-func (s *Service) admitSocket(w http.ResponseWriter, r *http.Request) (ctx context.Context, conn *websocket.Conn, done func(), ok bool) {
+func (s *Doors) admitSocket(w http.ResponseWriter, r *http.Request) (ctx context.Context, conn *websocket.Conn, done func(), ok bool) {
 	kit := door.Kit{Origins: s.cfg.Origins, Sockets: s.Sockets, Refuse: s.refuse}
 	ctx, conn, done, ok = kit.Upgrade(w, r, func() (func(), error) { return s.Gate.Acquire("") }, nil)
 	if ok {
@@ -331,14 +300,14 @@ func sinceMs(t time.Time) float64 { return float64(time.Since(t).Microseconds())
 // read the next frame while an utterance is spoken, so a client's close (and shutdown) lets the
 // utterance in flight finish first.
 type SynthesizeDoor struct {
-	svc *Service
+	svc *Doors
 	// IdleTimeout closes a socket that sent no frame for this long while nothing was spoken
 	// (default: the service's Config.SocketIdle).
 	IdleTimeout time.Duration
 }
 
 // NewSynthesizeDoor returns the door reading its engine, gate and socket registry from svc.
-func NewSynthesizeDoor(svc *Service) *SynthesizeDoor {
+func NewSynthesizeDoor(svc *Doors) *SynthesizeDoor {
 	return &SynthesizeDoor{svc: svc, IdleTimeout: svc.cfg.SocketIdle}
 }
 
@@ -371,9 +340,9 @@ type synthComplete struct {
 }
 
 func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	engine := d.svc.Kokoro
+	engine := d.svc.speech.Kokoro
 	if engine == nil {
-		d.svc.refuse(w, ErrNotWarm)
+		d.svc.refuse(w, speechcore.ErrNotWarm)
 		return
 	}
 	q := r.URL.Query()
@@ -396,15 +365,15 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	device, provider := "cpu", "cpu"
-	if d.svc.Env != nil {
-		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
+	if d.svc.speech.Env != nil {
+		device, provider = d.svc.speech.Env.Device(), d.svc.speech.Env.ExecutionProvider()
 	}
 	defer d.svc.opened("synthesize")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
 	s.idle = newIdleWatch(d.IdleTimeout, nil) // closeIdle declines while an utterance is spoken
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
-		Type: "ready", ModelID: KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
+		Type: "ready", ModelID: speechcore.KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
 		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,
 	})
 }
@@ -412,7 +381,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // synthSession is one /v1/synthesize socket; run (the read loop) owns it and waits for the writer
 // and the drain watcher.
 type synthSession struct {
-	svc    *Service
+	svc    *Doors
 	conn   *websocket.Conn
 	engine *kokoro.Engine
 	voice  string
@@ -534,7 +503,7 @@ func (s *synthSession) speak(ctx context.Context, utterance int, text string, ar
 	err := s.engine.Speak(ctx, kokoro.Request{Text: text, Voice: s.voice, Speed: s.speed}, func(c kokoro.Chunk) error {
 		h := synthAudio{Type: "audio", Utterance: utterance, Seq: c.Index, Samples: len(c.PCM),
 			DurationMs: samplesMs(len(c.PCM)), Text: c.Text}
-		s.svc.ObserveSynthesis(time.Since(pieceStart))
+		s.svc.speech.ObserveSynthesis(time.Since(pieceStart))
 		if chunks == 0 {
 			first := sinceMs(arrival)
 			h.FirstFrameMs = &first

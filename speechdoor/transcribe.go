@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/whisper"
 )
 
@@ -50,7 +51,7 @@ type transcriber interface {
 // TranscribeDoor serves WS /v1/transcribe: PCM16LE mono 16 kHz binary frames in, ready, partial
 // and final deltas and named errors out.
 type TranscribeDoor struct {
-	svc            *Service
+	svc            *Doors
 	PartialCadence time.Duration // default DefaultPartialCadence
 	SegmentMax     time.Duration // default DefaultSegmentMax, at most 30 s
 	// IdleTimeout closes a socket that sent no frame for this long while no final was being
@@ -59,7 +60,7 @@ type TranscribeDoor struct {
 }
 
 // NewTranscribeDoor returns the door reading its engine, gate and socket registry from svc.
-func NewTranscribeDoor(svc *Service) *TranscribeDoor {
+func NewTranscribeDoor(svc *Doors) *TranscribeDoor {
 	return &TranscribeDoor{svc: svc, PartialCadence: DefaultPartialCadence, SegmentMax: DefaultSegmentMax, IdleTimeout: svc.cfg.SocketIdle}
 }
 
@@ -94,9 +95,9 @@ type closeFrame struct {
 }
 
 func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	engine := d.svc.Whisper
+	engine := d.svc.speech.Whisper
 	if engine == nil {
-		d.svc.refuse(w, ErrNotWarm)
+		d.svc.refuse(w, speechcore.ErrNotWarm)
 		return
 	}
 	ctx, conn, done, ok := d.svc.admitSocket(w, r)
@@ -127,8 +128,8 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.idle = newIdleWatch(d.IdleTimeout, func() bool { return s.finalsPending.Load() > 0 })
 	device, provider := "cpu", "cpu"
-	if d.svc.Env != nil {
-		device, provider = d.svc.Env.Device(), d.svc.Env.ExecutionProvider()
+	if d.svc.speech.Env != nil {
+		device, provider = d.svc.speech.Env.Device(), d.svc.speech.Env.ExecutionProvider()
 	}
 	s.run(ctx, d.svc.Sockets.Draining(), readyFrame{
 		Type: "ready", ModelID: engine.ModelID(), Language: "en", SampleRate: audio.WhisperSampleRate,
@@ -154,7 +155,7 @@ type transcribeSession struct {
 	engine         transcriber
 	log            *slog.Logger
 	heard          func(seconds float64) // the meter: each frame taken; may be nil
-	svc            *Service              // metrics; may be nil
+	svc            *Doors                // metrics; may be nil
 	cadenceSamples int
 	segMaxSamples  int
 
@@ -543,7 +544,7 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 	if len(j.pcm) > 0 {
 		res, err := s.transcribe(ctx, j)
 		if err == nil && s.svc != nil {
-			s.svc.ObserveTranscription(res)
+			s.svc.speech.ObserveTranscription(res)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

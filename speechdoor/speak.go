@@ -1,4 +1,4 @@
-package speechcore
+package speechdoor
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/sentence"
+	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/kokoro"
 )
 
@@ -60,13 +61,13 @@ const SpeakFormat = "audio/L16; rate=24000; channels=1"
 // start apply to pieces queued after it. seed is accepted and has no effect (Kokoro is
 // deterministic). A socket idle for IdleTimeout with nothing being spoken is closed.
 type SpeakDoor struct {
-	svc *Service
+	svc *Doors
 	// IdleTimeout (default: the service's Config.SocketIdle).
 	IdleTimeout time.Duration
 }
 
 // NewSpeakDoor returns the door reading its engine, gate and socket registry from svc.
-func NewSpeakDoor(svc *Service) *SpeakDoor {
+func NewSpeakDoor(svc *Doors) *SpeakDoor {
 	return &SpeakDoor{svc: svc, IdleTimeout: svc.cfg.SocketIdle}
 }
 
@@ -110,9 +111,9 @@ type speakEvent struct {
 }
 
 func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	engine := d.svc.Kokoro
+	engine := d.svc.speech.Kokoro
 	if engine == nil {
-		d.svc.refuse(w, ErrNotWarm)
+		d.svc.refuse(w, speechcore.ErrNotWarm)
 		return
 	}
 	ctx, conn, done, ok := d.svc.admitSocket(w, r)
@@ -156,7 +157,7 @@ type speakPiece struct {
 // speakSession is one /v1/speak/stream socket. run (the read loop) owns it: it starts the writer,
 // the speaker and the watchers, and waits for them.
 type speakSession struct {
-	svc    *Service
+	svc    *Doors
 	conn   *websocket.Conn
 	engine *kokoro.Engine
 	w      *socketWriter
@@ -468,7 +469,7 @@ func (s *speakSession) speakPiece(ctx context.Context, p speakPiece) {
 		Text: p.text, Voice: p.settings.voice, Speed: p.settings.speed,
 		OnWait: func() { s.w.json(ctx, gen, speakEvent{Type: "queued"}) },
 	}, func(c kokoro.Chunk) error {
-		s.svc.ObserveSynthesis(time.Since(started))
+		s.svc.speech.ObserveSynthesis(time.Since(started))
 		if first && !p.at.IsZero() {
 			s.svc.metrics.firstFrame.WithLabelValues("speak").Observe(time.Since(p.at).Seconds())
 		}
