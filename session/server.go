@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -414,24 +413,14 @@ func writeJSON(w http.ResponseWriter, v any) {
 // {"type":"error","name","message"} (SPEC §9) with OpenAI's {"error":{message,type,code,param}}
 // beside it (code = name), which the OpenAI SDKs parse from the ephemeral-key routes.
 func writeRefusal(w http.ResponseWriter, err error) {
-	var ref *door.Refusal
-	if !errors.As(err, &ref) {
-		ref = door.NewRefusal(http.StatusInternalServerError, "internal_error", "the server failed this request; see its log")
-	}
-	if ref.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
-	}
-	if ref.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((ref.RetryAfter+time.Second-1)/time.Second)))
-	}
+	ref := door.AsRefusal(err)
+	door.WriteHeaders(w, ref)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ref.Status)
-	kind := "invalid_request_error"
-	if ref.Status >= 500 {
-		kind = "server_error"
-	}
-	json.NewEncoder(w).Encode(map[string]any{"type": "error", "name": ref.Name, "message": ref.Message,
-		"error": map[string]any{"message": ref.Message, "type": kind, "code": ref.Name, "param": nil}})
+	json.NewEncoder(w).Encode(struct {
+		door.ErrorFrame
+		Error door.OpenAIError `json:"error"`
+	}{door.Frame(ref), door.OpenAIErrorOf(ref, "")})
 }
 
 // ---- the socket handshake ----
