@@ -40,7 +40,7 @@ type Config struct {
 	Sockets *door.Sockets
 	// Peers lets several nodes serve one half-duplex transcript (TranscriptDoor); nil:
 	// transcripts are this node's alone. SetPeers sets it after New.
-	Peers Peers
+	Peers door.Peers
 	// Origins is the origin policy (--allow-origin, parsed once): a browser page from elsewhere is
 	// refused 403 origin_not_allowed before the upgrade; clients without an Origin header (not
 	// browsers) are not affected.
@@ -227,7 +227,7 @@ func (s *Service) Mounted() bool { return s.Mount != nil }
 
 // SetPeers lets several nodes serve one half-duplex transcript (Config.Peers); call it before
 // Start.
-func (s *Service) SetPeers(p Peers) { s.cfg.Peers = p }
+func (s *Service) SetPeers(p door.Peers) { s.cfg.Peers = p }
 
 // Warm reports whether every model has loaded and run its warm-up pass.
 func (s *Service) Warm() bool { return s.warm.Load() }
