@@ -64,27 +64,27 @@ type WriterConfig struct {
 // Writer is the one goroutine that writes a socket (Run); everything else hands it messages on a
 // bounded queue, in order. Each write is bounded by a timeout, and the last thing written may be
 // a close frame (code and reason). Send, TrySend, Close, Finish and Flush are safe from any
-// goroutine; only Run writes to the Conn.
+// goroutine; only Run writes to the Conn it is given.
 type Writer struct {
-	conn    Conn
 	cfg     WriterConfig
 	queue   chan item
 	stopped chan struct{} // closed when Run returns: senders stop waiting for room
 }
 
-// NewWriter returns a writer of conn; start its Run on a goroutine the socket's owner waits for.
-func NewWriter(conn Conn, cfg WriterConfig) *Writer {
+// NewWriter returns a writer; messages may be queued at once, and are written once its Run starts
+// (on a goroutine the socket's owner waits for).
+func NewWriter(cfg WriterConfig) *Writer {
 	if cfg.Queue <= 0 {
 		cfg.Queue = 1
 	}
-	return &Writer{conn: conn, cfg: cfg, queue: make(chan item, cfg.Queue), stopped: make(chan struct{})}
+	return &Writer{cfg: cfg, queue: make(chan item, cfg.Queue), stopped: make(chan struct{})}
 }
 
-// Run writes what is queued, in order, until ctx ends, a close frame is written (Close), the end
+// Run writes what is queued to conn, in order, until ctx ends, a close frame is written (Close), the end
 // is reached (Finish) or a write fails. It returns nil after a close frame or the end, ctx's
 // error when ctx ended, and the write's error otherwise (wrapped in ErrSlowReader when the write
 // ran past the timeout). Once it has returned, nothing more is written.
-func (w *Writer) Run(ctx context.Context) error {
+func (w *Writer) Run(ctx context.Context, conn Conn) error {
 	defer close(w.stopped)
 	for {
 		var it item
@@ -97,7 +97,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		case it.end:
 			return nil
 		case it.close:
-			w.conn.Close(it.code, it.reason)
+			conn.Close(it.code, it.reason)
 			return nil
 		}
 		m := it.msg
@@ -105,7 +105,7 @@ func (w *Writer) Run(ctx context.Context) error {
 			w.taken(m, false)
 			continue
 		}
-		if err := w.write(ctx, m); err != nil {
+		if err := w.write(ctx, conn, m); err != nil {
 			w.taken(m, false)
 			return err
 		}
@@ -114,13 +114,13 @@ func (w *Writer) Run(ctx context.Context) error {
 }
 
 // write writes one message within the timeout.
-func (w *Writer) write(ctx context.Context, m Message) error {
+func (w *Writer) write(ctx context.Context, conn Conn, m Message) error {
 	if w.cfg.Timeout <= 0 {
-		return w.conn.Write(ctx, m.Type, m.Data)
+		return conn.Write(ctx, m.Type, m.Data)
 	}
 	wctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	err := w.conn.Write(wctx, m.Type, m.Data)
+	err := conn.Write(wctx, m.Type, m.Data)
 	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %w", ErrSlowReader, err)
 	}

@@ -54,7 +54,7 @@ func TestWriterOrderAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		conn := &recordConn{}
 		var taken []string
-		w := NewWriter(conn, WriterConfig{Queue: 8, Timeout: time.Second, Done: func(m Message, written bool) {
+		w := NewWriter(WriterConfig{Queue: 8, Timeout: time.Second, Done: func(m Message, written bool) {
 			if m.Data != nil {
 				taken = append(taken, string(m.Data)+map[bool]string{true: "+", false: "-"}[written])
 			}
@@ -64,7 +64,7 @@ func TestWriterOrderAndClose(t *testing.T) {
 		w.Send(ctx, Message{Type: websocket.MessageText, Data: []byte("old"), Stale: func() bool { return true }})
 		w.Send(ctx, Message{Type: websocket.MessageBinary, Data: []byte{}})
 		w.Close(ctx, websocket.StatusGoingAway, "bye")
-		if err := w.Run(ctx); err != nil {
+		if err := w.Run(ctx, conn); err != nil {
 			t.Fatalf("Run = %v, want nil after the close frame", err)
 		}
 		wrote, closed := conn.got()
@@ -94,10 +94,10 @@ func TestWriterEnds(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w := NewWriter(&recordConn{}, WriterConfig{Queue: 4, Timeout: 5 * time.Second})
+				w := NewWriter(WriterConfig{Queue: 4, Timeout: 5 * time.Second})
 				w.Send(context.Background(), tc.last)
 				start := time.Now()
-				err := w.Run(context.Background())
+				err := w.Run(context.Background(), &recordConn{})
 				if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || (tc.want == nil && errors.Is(err, ErrSlowReader)) {
 					t.Errorf("Run = %v, want %v", err, tc.want)
 				}
@@ -110,11 +110,11 @@ func TestWriterEnds(t *testing.T) {
 
 	synctest.Test(t, func(t *testing.T) {
 		conn := &recordConn{}
-		w := NewWriter(conn, WriterConfig{Queue: 4})
+		w := NewWriter(WriterConfig{Queue: 4})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ran := make(chan error)
-		go func() { ran <- w.Run(ctx) }()
+		go func() { ran <- w.Run(ctx, conn) }()
 		w.Send(ctx, text("x"))
 		if !w.Flush(ctx) {
 			t.Fatal("Flush failed")
@@ -135,7 +135,7 @@ func TestWriterEnds(t *testing.T) {
 // A full queue: TrySend refuses at once, Send waits until ctx ends or the writer makes room.
 func TestWriterFullQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := NewWriter(&recordConn{}, WriterConfig{Queue: 1})
+		w := NewWriter(WriterConfig{Queue: 1})
 		ctx := context.Background()
 		if !w.TrySend(text("a")) || w.TrySend(text("b")) {
 			t.Fatal("TrySend: want the first taken, the second refused")
@@ -147,7 +147,7 @@ func TestWriterFullQueue(t *testing.T) {
 		}
 		run, stop := context.WithCancel(ctx)
 		done := make(chan error)
-		go func() { done <- w.Run(run) }()
+		go func() { done <- w.Run(run, &recordConn{}) }()
 		if !w.Send(ctx, text("b")) {
 			t.Fatal("Send with a writer running failed")
 		}

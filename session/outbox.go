@@ -30,6 +30,7 @@ const slowClientTimeout = 10 * time.Second
 // any goroutine; writeLoop runs the writer, the only caller of Transport.Send and Transport.Close
 // while it runs.
 type outbox struct {
+	conn   transportConn // what the writer writes
 	w      *door.Writer
 	closed atomic.Bool // a close has been queued; further events are dropped
 
@@ -45,14 +46,15 @@ type outbox struct {
 // with fewer than outQueue events waiting no sender stalls, and a close (idle, drain) queued
 // behind the stuck write would never be reached).
 func (o *outbox) open(t Transport) {
-	o.w = door.NewWriter(transportConn{t}, door.WriterConfig{Queue: outQueue, Timeout: slowClientTimeout,
+	o.conn = transportConn{t}
+	o.w = door.NewWriter(door.WriterConfig{Queue: outQueue, Timeout: slowClientTimeout,
 		Done: func(m door.Message, _ bool) { o.dequeued(len(m.Data)) }})
 }
 
 // writeLoop runs the writer on the session's context and ends the conversation when it stops: a
 // close was written, the client stopped reading, or the transport failed.
 func (c *conversation) writeLoop() {
-	if err := c.w.Run(c.ctx); errors.Is(err, door.ErrSlowReader) {
+	if err := c.w.Run(c.ctx, c.conn); errors.Is(err, door.ErrSlowReader) {
 		c.log.Warn("realtime client stopped reading; closing", "queued", c.w.Len(), "waited", slowClientTimeout)
 	}
 	c.cancel()

@@ -177,9 +177,10 @@ func readTextFrame(ctx context.Context, conn *websocket.Conn) (typ websocket.Mes
 // generation is written only while it is the writer's current one (the speak stream's cancel
 // bumps it, so audio of a cancelled piece that is still on its way is dropped).
 type socketWriter struct {
-	w   *door.Writer
-	log *slog.Logger
-	gen atomic.Int64 // current generation
+	conn *websocket.Conn
+	w    *door.Writer
+	log  *slog.Logger
+	gen  atomic.Int64 // current generation
 	// sent is told the seconds of each audio frame written (the meter's spoken seconds); may be nil.
 	sent func(seconds float64)
 	// queued is the audio, in bytes, sent to the writer and not yet written or dropped; drained
@@ -189,15 +190,15 @@ type socketWriter struct {
 }
 
 func newSocketWriter(conn *websocket.Conn, log *slog.Logger, sent func(seconds float64)) *socketWriter {
-	w := &socketWriter{log: log, sent: sent, drained: make(chan struct{}, 1)}
-	w.w = door.NewWriter(conn, door.WriterConfig{Queue: ttsQueueFrames, Timeout: ttsWriteTimeout, Done: w.done})
+	w := &socketWriter{conn: conn, log: log, sent: sent, drained: make(chan struct{}, 1)}
+	w.w = door.NewWriter(door.WriterConfig{Queue: ttsQueueFrames, Timeout: ttsWriteTimeout, Done: w.done})
 	return w
 }
 
 // run writes frames until finish, a close frame, or a failed write (the client is gone or
 // stuck), which cancels the session; the rest is discarded.
 func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
-	if w.w.Run(ctx) != nil {
+	if w.w.Run(ctx, w.conn) != nil {
 		cancel()
 	}
 }

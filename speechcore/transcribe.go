@@ -121,7 +121,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc:            d.svc,
 		cadenceSamples: int(cadence.Seconds() * audio.WhisperSampleRate),
 		segMaxSamples:  int(segMax.Seconds() * audio.WhisperSampleRate),
-		w:              door.NewWriter(conn, door.WriterConfig{Queue: 32, Timeout: socketWriteTimeout}),
+		w:              door.NewWriter(door.WriterConfig{Queue: 32, Timeout: socketWriteTimeout}),
 		finals:         make(chan sttJob, 4),
 		partial:        make(chan sttJob, 1),
 	}
@@ -216,7 +216,7 @@ func (s *transcribeSession) run(ctx context.Context, draining <-chan struct{}, r
 	writerDone.Add(1)
 	go func() {
 		defer writerDone.Done()
-		if s.w.Run(ctx) != nil { // the client is gone or stuck: stop the session
+		if s.w.Run(ctx, s.conn) != nil { // the client is gone or stuck: stop the session
 			cancel()
 		}
 	}()
