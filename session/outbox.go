@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/wire"
 )
