@@ -30,11 +30,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/voiced/voiced/door"
 )
 
 // ForwardedHeader marks a request a peer forwarded: its receiver serves it or refuses it, and
-// never forwards it again (no loops).
-const ForwardedHeader = "X-Voiced-Forwarded-By"
+// never forwards it again (no loops). The doors read it (door.Forwarded).
+const ForwardedHeader = door.ForwardedHeader
 
 // DefaultTTL is how long a node's entry lives without a refresh; it is refreshed every TTL/3.
 const DefaultTTL = 15 * time.Second

@@ -11,7 +11,7 @@ import (
 	"github.com/voiced/voiced/door"
 )
 
-// Peers is a door's view of the cluster (speechcore.Peers, rtc.Peers): a request for a resource
+// Peers is a door's view of the cluster (a door.Peers): a request for a resource
 // another node holds is forwarded to that node; when the node is gone or cannot be reached, the
 // door's not-found refusal answers the client.
 type Peers struct {
@@ -20,6 +20,8 @@ type Peers struct {
 	gone error  // the answer when the owner is gone (transcript_not_found, call_not_found)
 	log  *slog.Logger
 }
+
+var _ door.Peers = Peers{}
 
 // Peers is this node as a door's peers: what names the door's resource in the log, gone is the
 // refusal written when the owner is gone or unreachable.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -74,9 +73,7 @@ func Frame(err error) ErrorFrame {
 // WriteHeaders sets what a refusal's HTTP answer carries besides its body: Retry-After, and
 // WWW-Authenticate on a 401.
 func WriteHeaders(w http.ResponseWriter, r *Refusal) {
-	if r.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((r.RetryAfter+time.Second-1)/time.Second)))
-	}
+	SetRetryAfter(w.Header(), r.RetryAfter)
 	if r.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
 	}

@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/door"
 )
 
 // OutputRate is the rate of reply audio given to Play (Kokoro's 24 kHz).
@@ -102,8 +104,8 @@ type Call struct {
 	dc      *webrtc.DataChannel
 	dcOpen  chan struct{}
 	dcOnce  sync.Once
-	events  chan []byte
-	pending []float32 // reply audio not yet played (24 kHz)
+	events  *door.Writer // the data channel's writer (write), started once the channel opens
+	pending []float32    // reply audio not yet played (24 kHz)
 	played  int64
 	cut     bool          // set by Clear, taken by the pacer at its next tick: a playing reply was cut
 	space   chan struct{} // signalled when pending shrinks
@@ -127,8 +129,9 @@ func newCall(cfg Config, m *metrics, pc *webrtc.PeerConnection, h Handlers, peer
 	c := &Call{
 		cfg: cfg, m: m, h: h, pc: pc, track: track, ctx: ctx, cancel: cancel, peerMax: peerMax,
 		done: make(chan struct{}), connected: make(chan struct{}), failed: make(chan struct{}),
-		dcOpen: make(chan struct{}), events: make(chan []byte, eventsCap), space: make(chan struct{}, 1),
+		dcOpen: make(chan struct{}), space: make(chan struct{}, 1),
 	}
+	c.events = door.NewWriter(door.WriterConfig{Queue: eventsCap})
 	pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
 		switch s {
 		case webrtc.ICEConnectionStateConnected, webrtc.ICEConnectionStateCompleted:
@@ -436,15 +439,13 @@ func (c *Call) Send(event []byte) error {
 	if err := context.Cause(c.ctx); err != nil {
 		return err
 	}
-	select {
-	case c.events <- event:
-		return nil
-	default:
+	if !c.events.TrySend(door.Message{Type: websocket.MessageText, Data: event}) {
 		return ErrEventQueueFull
 	}
+	return nil
 }
 
-// write is the data channel's one writer.
+// write is the data channel's one writer, once the channel is open.
 func (c *Call) write() {
 	defer c.wg.Done()
 	select {
@@ -455,20 +456,22 @@ func (c *Call) write() {
 	c.mu.Lock()
 	dc := c.dc
 	c.mu.Unlock()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case ev := <-c.events:
-			// Text messages, as OpenAI sends them: a browser SDK reads event.data as a string
-			// (the Agents SDK's JSON.parse(event.data.toString()) drops an ArrayBuffer).
-			if err := dc.SendText(string(ev)); err != nil {
-				c.cancel(fmt.Errorf("%w: data channel: %v", ErrICEFailed, err))
-				return
-			}
-		}
+	if err := c.events.Run(c.ctx, dataChannel{dc}); err != nil && c.ctx.Err() == nil {
+		c.cancel(fmt.Errorf("%w: data channel: %v", ErrICEFailed, err))
 	}
 }
+
+// dataChannel is the call's data channel as its door.Writer writes it: text messages, as OpenAI
+// sends them (a browser SDK reads event.data as a string: the Agents SDK's
+// JSON.parse(event.data.toString()) drops an ArrayBuffer).
+type dataChannel struct{ dc *webrtc.DataChannel }
+
+func (d dataChannel) Write(_ context.Context, _ websocket.MessageType, event []byte) error {
+	return d.dc.SendText(string(event))
+}
+
+// Close does nothing: the call's peer connection ends the channel.
+func (dataChannel) Close(websocket.StatusCode, string) error { return nil }
 
 // Play queues reply audio (24 kHz); it blocks while MaxBuffered samples wait (backpressure)
 // until there is room, ctx ends or the call ends.

@@ -43,7 +43,7 @@ type Signal struct {
 	Log      *slog.Logger
 	// Peers, when set, makes call ids name this node and forwards hang-ups and sideband sockets
 	// for another node's call to it (peers.go); nil: calls are this node's alone.
-	Peers Peers
+	Peers door.Peers
 
 	mu    sync.Mutex
 	calls map[string]*Transport

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -143,7 +144,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	}
 	c.dialect = d
 	c.sess = wire.NewSession(wire.NewID("sess_"), model)
-	c.out = make(chan frame, outQueue)
+	c.outbox.open(t)
 	c.meterKick = make(chan struct{}, 1)
 	c.backlog.freed = make(chan struct{}, 1)
 	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
@@ -163,14 +164,16 @@ func (c *conversation) run(parent context.Context) {
 	var writer, meter sync.WaitGroup
 	writer.Go(c.writeLoop)
 	meter.Go(c.meterLoop)
+	stopDrain := func() {}
 	if t := c.srv.cfg.Sockets; t != nil {
-		meter.Go(func() { c.drainOn(t.Draining()) })
+		stopDrain = door.WatchDrain(c.ctx, t.Draining(), c.drain)
 	}
 	defer func() {
 		c.dropSpeculation()
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
 		writer.Wait()
+		stopDrain()
 		meter.Wait()
 		if c.media.Player != nil {
 			// The player stops (a call hangs up): what it played is final before the last flush.
@@ -394,13 +397,9 @@ func (c *conversation) fail(err error) {
 	c.closeWith(we, EndServerError, "server error")
 }
 
-// drainOn closes the conversation when the server drains: the reply in flight finishes first.
-func (c *conversation) drainOn(draining <-chan struct{}) {
-	select {
-	case <-draining:
-	case <-c.ctx.Done():
-		return
-	}
+// drain closes the conversation as the server drains (door.WatchDrain): the reply in flight
+// finishes first.
+func (c *conversation) drain() {
 	// The replies in flight finish first: the conversation's and any out-of-band ones.
 	c.mu.Lock()
 	var running []*reply

@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -24,59 +27,77 @@ const outQueueBytes = 4 << 20
 // slowClientTimeout is how long a full queue may stay full before the conversation is ended.
 const slowClientTimeout = 10 * time.Second
 
-// frame is one thing for the writer: an encoded event, or the end.
-type frame struct {
-	data    []byte
-	end     End
-	reason  string
-	written chan struct{} // closed by the writer once data is written (nil: nobody waits)
-}
-
-// outbox is the queue to the writer goroutine. send and closeWith are safe from any goroutine;
-// writeLoop is the writer, the only caller of Transport.Send and Transport.Close while it runs.
+// outbox is the queue to the writer goroutine (a door.Writer). send and closeWith are safe from
+// any goroutine; writeLoop runs the writer, the only caller of Transport.Send and Transport.Close
+// while it runs.
 type outbox struct {
-	out    chan frame  // to the writer
+	conn   transportConn // what the writer writes
+	w      *door.Writer
 	closed atomic.Bool // a close has been queued; further events are dropped
 
 	queue sync.Mutex
 	// queued is the bytes of the events handed to the writer and not yet written (outQueueBytes);
-	// drained is closed, and replaced, each time the writer writes one. Under queue.
+	// drained is closed, and replaced, each time the writer takes one. Under queue.
 	queued  int
 	drained chan struct{}
 }
 
-// writeLoop is the only goroutine that writes to the transport, on the session's context.
+// open makes the writer of t: outQueue events, each write bounded by slowClientTimeout (a write
+// stuck that long means the client stopped reading — bounded in the writer, not only in send:
+// with fewer than outQueue events waiting no sender stalls, and a close (idle, drain) queued
+// behind the stuck write would never be reached).
+func (o *outbox) open(t Transport) {
+	o.conn = transportConn{t}
+	o.w = door.NewWriter(door.WriterConfig{Queue: outQueue, Timeout: slowClientTimeout,
+		Done: func(m door.Message, _ bool) { o.dequeued(len(m.Data)) }})
+}
+
+// writeLoop runs the writer on the session's context and ends the conversation when it stops: a
+// close was written, the client stopped reading, or the transport failed.
 func (c *conversation) writeLoop() {
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case f := <-c.out:
-			if f.data == nil {
-				c.t.Close(f.end, f.reason)
-				c.cancel()
-				return
-			}
-			// A write stuck this long: the client stopped reading. Bounded here too, not only
-			// in send: with fewer than outQueue events waiting no sender stalls, and a close
-			// (idle, drain) queued behind the stuck write would never be reached.
-			wctx, done := context.WithTimeout(c.ctx, slowClientTimeout)
-			err := c.t.Send(wctx, f.data)
-			stuck := c.ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
-			done()
-			c.dequeued(len(f.data))
-			if err != nil {
-				if stuck {
-					c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
-				}
-				c.cancel()
-				return
-			}
-			if f.written != nil {
-				close(f.written)
-			}
+	if err := c.w.Run(c.ctx, c.conn); errors.Is(err, door.ErrSlowReader) {
+		c.log.Warn("realtime client stopped reading; closing", "queued", c.w.Len(), "waited", slowClientTimeout)
+	}
+	c.cancel()
+}
+
+// transportConn is a Transport as the writer sees it: an event is a text message, and the close
+// frame's status is the End it stands for (End.status).
+type transportConn struct{ t Transport }
+
+func (tc transportConn) Write(ctx context.Context, _ websocket.MessageType, event []byte) error {
+	return tc.t.Send(ctx, event)
+}
+
+func (tc transportConn) Close(code websocket.StatusCode, reason string) error {
+	tc.t.Close(endOf(code), reason)
+	return nil
+}
+
+// endStatus is the WebSocket close status of each End.
+var endStatus = [...]websocket.StatusCode{
+	EndNormal:      websocket.StatusNormalClosure,
+	EndGoingAway:   websocket.StatusGoingAway,
+	EndPolicy:      websocket.StatusPolicyViolation,
+	EndServerError: websocket.StatusInternalError,
+}
+
+// status is e's WebSocket close status.
+func (e End) status() websocket.StatusCode {
+	if int(e) < len(endStatus) {
+		return endStatus[e]
+	}
+	return websocket.StatusNormalClosure
+}
+
+// endOf is the End whose status is code (EndNormal for any other).
+func endOf(code websocket.StatusCode) End {
+	for e, s := range endStatus {
+		if s == code {
+			return End(e)
 		}
 	}
+	return EndNormal
 }
 
 // send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
@@ -89,7 +110,7 @@ func (c *conversation) send(ev wire.ServerEvent) {
 	if _, audio := ev.(wire.ResponseAudioDelta); audio {
 		c.answered()
 	}
-	c.enqueue(frame{data: b})
+	c.enqueue(door.Message{Type: websocket.MessageText, Data: b})
 }
 
 // encodeEvent encodes ev for the writer: nil when nothing is to be sent (a close is queued, the
@@ -106,11 +127,11 @@ func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
 	return b
 }
 
-// enqueue hands f to the writer: it waits while outQueueBytes are queued (the writer, which ends
+// enqueue hands m to the writer: it waits while outQueueBytes are queued (the writer, which ends
 // the conversation when one write takes slowClientTimeout, makes room), then while outQueue
-// events are (for slowClientTimeout, then it ends the conversation). False when f was not queued.
-func (c *conversation) enqueue(f frame) bool {
-	for !c.makeRoom(len(f.data)) {
+// events are (for slowClientTimeout, then it ends the conversation). False when m was not queued.
+func (c *conversation) enqueue(m door.Message) bool {
+	for !c.makeRoom(len(m.Data)) {
 		c.queue.Lock()
 		drained := c.drained
 		c.queue.Unlock()
@@ -120,50 +141,47 @@ func (c *conversation) enqueue(f frame) bool {
 			return false
 		}
 	}
-	select {
-	case c.out <- f:
+	if c.w.TrySend(m) {
 		return true
-	default:
 	}
 	// The queue is full: the client reads slower than we speak. Wait a while, then end it.
-	stall := time.NewTimer(slowClientTimeout)
-	defer stall.Stop()
-	select {
-	case c.out <- f:
+	stall, cancel := context.WithTimeout(c.ctx, slowClientTimeout)
+	defer cancel()
+	if c.w.Send(stall, m) {
 		return true
-	case <-c.ctx.Done():
-	case <-stall.C:
-		c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
+	}
+	if c.ctx.Err() == nil && errors.Is(stall.Err(), context.DeadlineExceeded) {
+		c.log.Warn("realtime client stopped reading; closing", "queued", c.w.Len(), "waited", slowClientTimeout)
 		c.cancel()
 	}
-	c.dequeued(len(f.data))
+	c.dequeued(len(m.Data))
 	return false
 }
 
 // makeRoom counts n bytes toward outQueueBytes: false when they do not fit (an empty queue takes
 // anything).
-func (c *conversation) makeRoom(n int) bool {
-	c.queue.Lock()
-	defer c.queue.Unlock()
-	if c.drained == nil {
-		c.drained = make(chan struct{})
+func (o *outbox) makeRoom(n int) bool {
+	o.queue.Lock()
+	defer o.queue.Unlock()
+	if o.drained == nil {
+		o.drained = make(chan struct{})
 	}
-	if c.queued > 0 && c.queued+n > outQueueBytes {
+	if o.queued > 0 && o.queued+n > outQueueBytes {
 		return false
 	}
-	c.queued += n
+	o.queued += n
 	return true
 }
 
 // dequeued gives back n bytes reserved, and wakes the senders waiting for room.
-func (c *conversation) dequeued(n int) {
-	c.queue.Lock()
-	defer c.queue.Unlock()
-	c.queued -= n
-	if c.drained != nil {
-		close(c.drained)
+func (o *outbox) dequeued(n int) {
+	o.queue.Lock()
+	defer o.queue.Unlock()
+	o.queued -= n
+	if o.drained != nil {
+		close(o.drained)
 	}
-	c.drained = make(chan struct{})
+	o.drained = make(chan struct{})
 }
 
 // sendWritten sends ev and waits until the writer has written it (or the session ends): for
@@ -175,12 +193,12 @@ func (c *conversation) sendWritten(ev wire.ServerEvent) {
 	if b == nil {
 		return
 	}
-	f := frame{data: b, written: make(chan struct{})}
-	if !c.enqueue(f) {
+	m := door.Message{Type: websocket.MessageText, Data: b, Written: make(chan struct{})}
+	if !c.enqueue(m) {
 		return
 	}
 	select {
-	case <-f.written:
+	case <-m.Written:
 	case <-c.ctx.Done():
 	}
 }
@@ -209,8 +227,5 @@ func (c *conversation) closeWith(we *wire.Error, end End, reason string) {
 	if c.closed.Swap(true) {
 		return
 	}
-	select {
-	case c.out <- frame{end: end, reason: reason}:
-	case <-c.ctx.Done():
-	}
+	c.w.Close(c.ctx, end.status(), reason)
 }

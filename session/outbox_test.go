@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/voiced/voiced/wire"
 )
 
@@ -91,5 +93,26 @@ func TestOutboxBytesBounded(t *testing.T) {
 	t.Logf("%d of 100 session.updates (~1 MiB answers) taken in while the client read nothing", taken)
 	if want := outQueueBytes>>20 + 2; taken > want {
 		t.Errorf("%d taken in while the client read nothing, want at most %d: their answers wait in the queue", taken, want)
+	}
+}
+
+// TestEndStatus: each End is written as its own WebSocket close status, and the writer's close
+// frame (a status) reaches the transport as the End it stands for.
+func TestEndStatus(t *testing.T) {
+	for end, want := range map[End]websocket.StatusCode{
+		EndNormal:      websocket.StatusNormalClosure,
+		EndGoingAway:   websocket.StatusGoingAway,
+		EndPolicy:      websocket.StatusPolicyViolation,
+		EndServerError: websocket.StatusInternalError,
+	} {
+		if got := end.status(); got != want {
+			t.Errorf("End %d: status %v, want %v", end, got, want)
+		}
+		if got := endOf(want); got != end {
+			t.Errorf("endOf(%v) = %d, want %d", want, got, end)
+		}
+	}
+	if got := endOf(websocket.StatusMessageTooBig); got != EndNormal {
+		t.Errorf("endOf(1009) = %d, want EndNormal", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -414,24 +413,14 @@ func writeJSON(w http.ResponseWriter, v any) {
 // {"type":"error","name","message"} (SPEC §9) with OpenAI's {"error":{message,type,code,param}}
 // beside it (code = name), which the OpenAI SDKs parse from the ephemeral-key routes.
 func writeRefusal(w http.ResponseWriter, err error) {
-	var ref *door.Refusal
-	if !errors.As(err, &ref) {
-		ref = door.NewRefusal(http.StatusInternalServerError, "internal_error", "the server failed this request; see its log")
-	}
-	if ref.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
-	}
-	if ref.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((ref.RetryAfter+time.Second-1)/time.Second)))
-	}
+	ref := door.AsRefusal(err)
+	door.WriteHeaders(w, ref)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ref.Status)
-	kind := "invalid_request_error"
-	if ref.Status >= 500 {
-		kind = "server_error"
-	}
-	json.NewEncoder(w).Encode(map[string]any{"type": "error", "name": ref.Name, "message": ref.Message,
-		"error": map[string]any{"message": ref.Message, "type": kind, "code": ref.Name, "param": nil}})
+	json.NewEncoder(w).Encode(struct {
+		door.ErrorFrame
+		Error door.OpenAIError `json:"error"`
+	}{door.Frame(ref), door.OpenAIErrorOf(ref, "")})
 }
 
 // ---- the socket handshake ----
@@ -457,20 +446,27 @@ func (s *Server) SetSideband(h http.Handler) { s.sideband.Store(&h) }
 
 const apiKeyProtocol = "openai-insecure-api-key."
 
-func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName string) {
-	var grant Grant
+// Kit is the door kit this server's sockets open with: its origin policy, its shutdown registry
+// (Config.Sockets) and its refusals (counted; both error bodies). A sideband socket on a WebRTC
+// call opens with it too.
+func (s *Server) Kit() door.Kit {
 	kit := door.Kit{Origins: s.cfg.Origins, Refuse: s.refuse}
 	if s.cfg.Sockets != nil {
 		kit.Sockets = s.cfg.Sockets
 	}
-	admit := func() (release func(), err error) {
-		grant, release, err = s.Admit(r)
+	return kit
+}
+
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName string) {
+	var grant Grant
+	admit := func() (release func(), err error) { // the kit has checked the origin
+		grant, release, err = s.admit(r, s.cfg.Tickets.Take)
 		return release, err
 	}
 	// Counted before the upgrade, so a Wait that starts once the client has its socket waits for it.
 	s.wg.Add(1)
 	defer s.wg.Done()
-	ctx, conn, done, ok := kit.Upgrade(w, r, admit, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}})
+	ctx, conn, done, ok := s.Kit().Upgrade(w, r, admit, &websocket.AcceptOptions{Subprotocols: []string{"realtime"}})
 	if !ok {
 		return // refused by name, or the upgrade failed (Accept answered)
 	}
@@ -492,6 +488,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, doorName st
 // is taken once, a JWT verified), the quota, and a slot under the global and the tenant cap. Each
 // refusal is a door.Refusal with its reason; release gives the slot back (once).
 func (s *Server) Admit(r *http.Request) (grant Grant, release func(), err error) {
+	if err := s.cfg.Origins.Check(r); err != nil {
+		return Grant{}, nil, err
+	}
 	return s.admit(r, s.cfg.Tickets.Take)
 }
 
@@ -505,6 +504,9 @@ func (s *Server) AdmitCall(r *http.Request) (grant Grant, release func(), redeem
 	look := func(ctx context.Context, t string) (Grant, error) {
 		ticket = t
 		return s.cfg.Tickets.Peek(ctx, t)
+	}
+	if err := s.cfg.Origins.Check(r); err != nil {
+		return Grant{}, nil, nil, err
 	}
 	grant, release, err = s.admit(r, look)
 	if err != nil {
@@ -522,11 +524,9 @@ func (s *Server) AdmitCall(r *http.Request) (grant Grant, release func(), redeem
 	return grant, release, redeem, nil
 }
 
-// admit is Admit with look finding a ticket's grant (Take, or Peek for AdmitCall).
+// admit is Admit after the origin (checked by its caller: Admit, AdmitCall, or the door kit),
+// with look finding a ticket's grant (Take, or Peek for AdmitCall).
 func (s *Server) admit(r *http.Request, look func(context.Context, string) (Grant, error)) (grant Grant, release func(), err error) {
-	if err := s.cfg.Origins.Check(r); err != nil {
-		return Grant{}, nil, err
-	}
 	if model := r.URL.Query().Get("model"); len(model) > wire.MaxModelBytes { // echoed for the session's life
 		return Grant{}, nil, door.Refuse(ErrBadRequest, wire.ErrStringTooLong("model", "", wire.MaxModelBytes, len(model)).Message)
 	}

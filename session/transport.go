@@ -63,7 +63,7 @@ type Media struct {
 // count samples on one timeline: the n-th sample Play queued is the n-th sample played, once
 // Clear has dropped what was queued and not played (Clear's return value is then where the next
 // queued sample will play). The player reports output_audio_buffer.started / .stopped itself,
-// through the Emit its transport was given (Server.Converse's Emitter), as it starts and drains.
+// through the emit its transport was given (EventSource.Attach), as it starts and drains.
 type Player interface {
 	// Play queues pcm of response responseID. It blocks while the player's buffer is full (the
 	// reply is paced by it) and returns ctx's error if ctx ends first.

@@ -44,14 +44,5 @@ func (t *wsTransport) Send(ctx context.Context, event []byte) error {
 }
 
 func (t *wsTransport) Close(end End, reason string) {
-	status := websocket.StatusNormalClosure
-	switch end {
-	case EndGoingAway:
-		status = websocket.StatusGoingAway
-	case EndPolicy:
-		status = websocket.StatusPolicyViolation
-	case EndServerError:
-		status = websocket.StatusInternalError
-	}
-	t.conn.Close(status, reason)
+	t.conn.Close(end.status(), reason)
 }

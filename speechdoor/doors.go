@@ -26,7 +26,7 @@ type Config struct {
 	Sockets *door.Sockets
 	// Peers lets several nodes serve one half-duplex transcript (TranscriptDoor); nil:
 	// transcripts are this node's alone. SetPeers sets it after New.
-	Peers Peers
+	Peers door.Peers
 	// Origins is the origin policy (--allow-origin, parsed once): a browser page from elsewhere is
 	// refused 403 origin_not_allowed before the upgrade; clients without an Origin header (not
 	// browsers) are not affected.
@@ -119,4 +119,4 @@ func (s *Doors) TextHeld() int64 { return s.text.Held() }
 
 // SetPeers lets several nodes serve one half-duplex transcript (Config.Peers); call it before
 // Register.
-func (s *Doors) SetPeers(p Peers) { s.cfg.Peers = p }
+func (s *Doors) SetPeers(p door.Peers) { s.cfg.Peers = p }

@@ -200,9 +200,10 @@ func (s *speakSession) run(ctx context.Context, draining <-chan struct{}) {
 	speaker.Add(1)
 	go func() { defer speaker.Done(); s.speak(ctx) }()
 	stop := make(chan struct{})
-	watchers.Add(2)
+	watchers.Add(1)
 	go func() { defer watchers.Done(); s.watchIdle(ctx, stop) }()
-	go func() { defer watchers.Done(); s.watchDrain(ctx, draining, stop) }()
+	// Shutdown: the speaker closes with GoingAway once everything queued before is spoken.
+	stopDrain := door.WatchDrain(ctx, draining, func() { s.send(ctx, speakPiece{goAway: true}) })
 
 	s.w.json(ctx, 0, speakReady{Type: "ready", SampleRate: kokoro.SampleRate, Format: "pcm16le"})
 	s.w.json(ctx, 0, speakFormat{Type: "format", ContentType: SpeakFormat})
@@ -211,6 +212,7 @@ func (s *speakSession) run(ctx context.Context, draining <-chan struct{}) {
 	// The client is gone (or closed after done): stop speaking, then the writer.
 	cancel()
 	close(stop)
+	stopDrain()
 	watchers.Wait()
 	close(s.queue)
 	speaker.Wait()
@@ -218,7 +220,7 @@ func (s *speakSession) run(ctx context.Context, draining <-chan struct{}) {
 	s.svc.text.give(s.textHeld)
 	s.textHeld, s.textQueued = 0, 0
 	s.textMu.Unlock()
-	close(s.w.out)
+	s.w.finish(ctx)
 	writer.Wait()
 	s.mu.Lock()
 	s.genCancel()
@@ -503,14 +505,4 @@ func (s *speakSession) watchIdle(ctx context.Context, stop <-chan struct{}) {
 		s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
 		return true
 	})
-}
-
-// watchDrain asks the speaker to close with GoingAway, after what is queued, once shutdown begins.
-func (s *speakSession) watchDrain(ctx context.Context, draining <-chan struct{}, stop <-chan struct{}) {
-	select {
-	case <-draining:
-		s.send(ctx, speakPiece{goAway: true})
-	case <-stop:
-	case <-ctx.Done():
-	}
 }

@@ -54,38 +54,14 @@ type speechRequest struct {
 	StreamFormat   string   `json:"stream_format"`
 }
 
-// speechError is OpenAI's error body.
-type speechError struct {
-	Error speechErrorBody `json:"error"`
-}
-
-type speechErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    string  `json:"code"`
-}
-
-// writeSpeechError writes err in OpenAI's shape with the refusal's status.
+// writeSpeechError writes err in OpenAI's shape with the refusal's status; an error that is no
+// refusal is synthesis_failed.
 func writeSpeechError(w http.ResponseWriter, err error, param string) {
 	var r *door.Refusal
 	if !errors.As(err, &r) {
-		r = ErrSynthesisFailed
+		err = ErrSynthesisFailed
 	}
-	kind := "invalid_request_error"
-	if r.Status >= 500 {
-		kind = "server_error"
-	}
-	body := speechError{Error: speechErrorBody{Message: r.Message, Type: kind, Code: r.Name}}
-	if param != "" {
-		body.Error.Param = &param
-	}
-	if r.RetryAfter > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(int(r.RetryAfter.Seconds()+0.999)))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(r.Status)
-	json.NewEncoder(w).Encode(body)
+	door.WriteOpenAIError(w, err, param)
 }
 
 func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -140,25 +140,15 @@ func readTextFrame(ctx context.Context, conn *websocket.Conn) (typ websocket.Mes
 	return typ, data, errors.Is(err, door.ErrFrameOverDrain), err
 }
 
-// wsOut is one frame for a socket writer. gen 0 is always written; any other gen is written only
-// while it is the writer's current generation (the speak stream's cancel bumps it, so audio of a
-// cancelled piece that is still on its way is dropped).
-type wsOut struct {
-	gen     int64
-	written chan struct{} // a barrier: closed when the writer reaches it (nothing is written)
-	typ     websocket.MessageType
-	data    []byte
-	pcm     []int16 // a binary frame of audio, counted in the writer's queued bytes
-	close   bool
-	code    websocket.StatusCode
-	reason  string
-}
-
-// socketWriter is the one goroutine that writes a socket. Everything else sends to it.
+// socketWriter is a speaking socket's writer (a door.Writer: the one goroutine that writes it,
+// ttsQueueFrames frames queued, each write bounded by ttsWriteTimeout) and what these doors add:
+// generations and audio backpressure. A frame of generation 0 is always written; any other
+// generation is written only while it is the writer's current one (the speak stream's cancel
+// bumps it, so audio of a cancelled piece that is still on its way is dropped).
 type socketWriter struct {
 	conn *websocket.Conn
+	w    *door.Writer
 	log  *slog.Logger
-	out  chan wsOut   // closed by the session owner once no one sends any more
 	gen  atomic.Int64 // current generation
 	// sent is told the seconds of each audio frame written (the meter's spoken seconds); may be nil.
 	sent func(seconds float64)
@@ -169,74 +159,42 @@ type socketWriter struct {
 }
 
 func newSocketWriter(conn *websocket.Conn, log *slog.Logger, sent func(seconds float64)) *socketWriter {
-	return &socketWriter{conn: conn, log: log, out: make(chan wsOut, ttsQueueFrames), sent: sent,
-		drained: make(chan struct{}, 1)}
+	w := &socketWriter{conn: conn, log: log, sent: sent, drained: make(chan struct{}, 1)}
+	w.w = door.NewWriter(door.WriterConfig{Queue: ttsQueueFrames, Timeout: ttsWriteTimeout, Done: w.done})
+	return w
 }
 
-// run writes frames until out is closed. A failed write (the client is gone or stuck) cancels
-// the session; the rest is discarded.
+// run writes frames until finish, a close frame, or a failed write (the client is gone or
+// stuck), which cancels the session; the rest is discarded.
 func (w *socketWriter) run(ctx context.Context, cancel context.CancelFunc) {
-	closed := false
-	for f := range w.out {
-		if f.written != nil {
-			close(f.written)
-			continue
-		}
-		if closed || (f.gen != 0 && f.gen != w.gen.Load()) {
-			w.done(f)
-			continue
-		}
-		if f.close {
-			w.conn.Close(f.code, f.reason)
-			closed = true
-			continue
-		}
-		wctx, done := context.WithTimeout(ctx, ttsWriteTimeout)
-		var err error
-		if f.pcm != nil {
-			err = writePCM(wctx, w.conn, f.pcm)
-		} else {
-			err = w.conn.Write(wctx, f.typ, f.data)
-		}
-		done()
-		w.done(f)
-		if err != nil {
-			cancel()
-			closed = true
-			continue
-		}
-		if f.pcm != nil && w.sent != nil {
-			w.sent(float64(len(f.pcm)) / kokoro.SampleRate)
-		}
+	if w.w.Run(ctx, w.conn) != nil {
+		cancel()
 	}
 }
 
-// done takes a frame's audio off the queued bytes, written or dropped, and wakes the producer.
-func (w *socketWriter) done(f wsOut) {
-	if f.pcm == nil {
+// done takes an audio frame off the queued bytes, written or dropped, wakes the producer, and
+// meters what was written.
+func (w *socketWriter) done(m door.Message, written bool) {
+	if m.Type != websocket.MessageBinary {
 		return
 	}
-	w.queued.Add(-2 * int64(len(f.pcm)))
+	w.queued.Add(-int64(len(m.Data)))
 	select {
 	case w.drained <- struct{}{}:
 	default:
 	}
-}
-
-// writePCM writes samples as one binary frame of PCM16LE. The byte copy exists only while it
-// is written (one frame, not fragments: clients read a chunk's audio as one frame).
-func writePCM(ctx context.Context, conn *websocket.Conn, pcm []int16) error {
-	return conn.Write(ctx, websocket.MessageBinary, audio.Int16ToBytes(pcm))
-}
-
-// send queues a frame; false when the session is over.
-func (w *socketWriter) send(ctx context.Context, f wsOut) bool {
-	select {
-	case w.out <- f:
-		return true
-	case <-ctx.Done():
-		return false
+	if written && w.sent != nil {
+		w.sent(float64(len(m.Data)/2) / kokoro.SampleRate)
 	}
+}
+
+// send queues a frame of generation gen; false when the session is over.
+func (w *socketWriter) send(ctx context.Context, gen int64, typ websocket.MessageType, data []byte) bool {
+	m := door.Message{Type: typ, Data: data}
+	if gen != 0 {
+		m.Stale = func() bool { return gen != w.gen.Load() }
+	}
+	return w.w.Send(ctx, m)
 }
 
 func (w *socketWriter) json(ctx context.Context, gen int64, v any) bool {
@@ -245,19 +203,21 @@ func (w *socketWriter) json(ctx context.Context, gen int64, v any) bool {
 		w.log.Error("speaking door: encode frame", "err", err)
 		return false
 	}
-	return w.send(ctx, wsOut{gen: gen, typ: websocket.MessageText, data: data})
+	return w.send(ctx, gen, websocket.MessageText, data)
 }
 
-// pcm queues one binary frame of audio, then waits while ttsQueueBytes or more of audio waits
-// for the writer: the caller's next synthesis starts only once the client has read enough
+// pcm queues one binary frame of audio (PCM16LE: one frame, not fragments: clients read a
+// chunk's audio as one frame), then waits while ttsQueueBytes or more of audio waits for the
+// writer: the caller's next synthesis starts only once the client has read enough
 // (backpressure). False when the session is over.
 func (w *socketWriter) pcm(ctx context.Context, gen int64, pcm []int16) bool {
-	if len(pcm) == 0 {
-		pcm = []int16{} // still a frame: nil would be a text frame
+	data := audio.Int16ToBytes(pcm)
+	if data == nil {
+		data = []byte{} // still a frame: nil writes nothing
 	}
-	n := 2 * int64(len(pcm))
+	n := int64(len(data))
 	w.queued.Add(n)
-	if !w.send(ctx, wsOut{gen: gen, typ: websocket.MessageBinary, pcm: pcm}) {
+	if !w.send(ctx, gen, websocket.MessageBinary, data) {
 		w.queued.Add(-n)
 		return false
 	}
@@ -266,26 +226,23 @@ func (w *socketWriter) pcm(ctx context.Context, gen int64, pcm []int16) bool {
 		case <-w.drained:
 		case <-ctx.Done():
 			return false
+		case <-w.w.Stopped():
+			return false
 		}
 	}
 	return true
 }
 
 // flush waits until everything queued before it has been written (or dropped).
-func (w *socketWriter) flush(ctx context.Context) {
-	written := make(chan struct{})
-	if !w.send(ctx, wsOut{written: written}) {
-		return
-	}
-	select {
-	case <-written:
-	case <-ctx.Done():
-	}
+func (w *socketWriter) flush(ctx context.Context) { w.w.Flush(ctx) }
+
+// closeWith queues the close frame: the writer stops once it is written.
+func (w *socketWriter) closeWith(ctx context.Context, code websocket.StatusCode, reason string) {
+	w.w.Close(ctx, code, reason)
 }
 
-func (w *socketWriter) closeWith(ctx context.Context, code websocket.StatusCode, reason string) {
-	w.send(ctx, wsOut{close: true, code: code, reason: reason})
-}
+// finish lets the writer write what is queued, then stop (the owner, once nothing more is sent).
+func (w *socketWriter) finish(ctx context.Context) { w.w.Finish(ctx) }
 
 func samplesMs(samples int) float64 {
 	return float64(samples) * 1000 / kokoro.SampleRate
@@ -418,8 +375,8 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 	go func() { defer wg.Done(); s.w.run(ctx, cancel) }()
 	stopWatch := make(chan struct{})
 	var watch sync.WaitGroup
-	watch.Add(2)
-	go func() { defer watch.Done(); s.watchDrain(ctx, draining, stopWatch) }()
+	watch.Add(1)
+	stopDrain := door.WatchDrain(ctx, draining, func() { s.drain(ctx) })
 	go func() { defer watch.Done(); s.idle.run(ctx, stopWatch, func() bool { return s.closeIdle(ctx) }) }()
 
 	s.w.json(ctx, 0, ready)
@@ -472,21 +429,16 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		}
 	}
 	close(stopWatch)
+	stopDrain()
 	watch.Wait()
-	close(s.w.out)
+	s.w.finish(ctx)
 	wg.Wait()
 	s.conn.CloseNow()
 }
 
-// watchDrain closes an idle socket when shutdown begins; a busy one closes after its utterance.
-func (s *synthSession) watchDrain(ctx context.Context, draining <-chan struct{}, stop <-chan struct{}) {
-	select {
-	case <-draining:
-	case <-stop:
-		return
-	case <-ctx.Done():
-		return
-	}
+// drain closes an idle socket when shutdown begins (door.WatchDrain); a busy one closes after its
+// utterance.
+func (s *synthSession) drain(ctx context.Context) {
 	s.mu.Lock()
 	s.draining = true
 	idle := !s.speaking

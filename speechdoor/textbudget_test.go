@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiced/voiced/door"
 )
 
 // waitTextHeld waits (bounded) until the speaking doors hold want bytes of the text budget.
@@ -58,7 +60,7 @@ func TestTextBudget(t *testing.T) {
 
 	// /v1/audio/speech: 429 with Retry-After, OpenAI's error shape.
 	resp := postSpeech(t, s, fmt.Sprintf(`{"input":%q}`, words(700)))
-	var body speechError
+	var body struct{ Error door.OpenAIError }
 	json.NewDecoder(resp.Body).Decode(&body)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
 		body.Error.Code != "text_budget_full" || body.Error.Param == nil || *body.Error.Param != "input" {

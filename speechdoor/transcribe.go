@@ -122,7 +122,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc:            d.svc,
 		cadenceSamples: int(cadence.Seconds() * audio.WhisperSampleRate),
 		segMaxSamples:  int(segMax.Seconds() * audio.WhisperSampleRate),
-		out:            make(chan any, 32),
+		w:              door.NewWriter(door.WriterConfig{Queue: 32, Timeout: socketWriteTimeout}),
 		finals:         make(chan sttJob, 4),
 		partial:        make(chan sttJob, 1),
 	}
@@ -159,9 +159,9 @@ type transcribeSession struct {
 	cadenceSamples int
 	segMaxSamples  int
 
-	out     chan any    // frames for the writer; closed by run after the decoder exits
-	finals  chan sttJob // segment ends, in order; closed by run after the read loop
-	partial chan sttJob // the latest partial wanted; a newer one replaces it
+	w       *door.Writer // the socket's writer; finished by run after the decoder exits
+	finals  chan sttJob  // segment ends, in order; closed by run after the read loop
+	partial chan sttJob  // the latest partial wanted; a newer one replaces it
 
 	idle          *idleWatch   // poked by every frame and every final sent
 	finalsPending atomic.Int64 // finals queued or being decoded: the socket is not idle
@@ -215,61 +215,49 @@ func (s *transcribeSession) run(ctx context.Context, draining <-chan struct{}, r
 	defer cancel()
 	var writerDone, decoderDone sync.WaitGroup
 	writerDone.Add(1)
-	go func() { defer writerDone.Done(); s.write(ctx, cancel) }()
+	go func() {
+		defer writerDone.Done()
+		if s.w.Run(ctx, s.conn) != nil { // the client is gone or stuck: stop the session
+			cancel()
+		}
+	}()
 	decoderDone.Add(1)
 	go func() { defer decoderDone.Done(); s.decode(ctx) }()
 	stopWatch := make(chan struct{})
 	var watchDone sync.WaitGroup
-	watchDone.Add(2)
-	go func() { defer watchDone.Done(); s.watchDrain(ctx, draining, stopWatch) }()
+	watchDone.Add(1)
+	stopDrain := door.WatchDrain(ctx, draining, func() { s.drain(ctx) })
 	go func() { defer watchDone.Done(); s.idle.run(ctx, stopWatch, func() bool { return s.closeIdle(ctx) }) }()
 
 	s.send(ctx, ready)
 	code, reason := s.read(ctx)
 
 	close(stopWatch)
+	stopDrain()
 	watchDone.Wait()
 	close(s.finals)
 	decoderDone.Wait()
 	if code != 0 {
 		s.send(ctx, closeFrame{code: code, reason: reason})
 	}
-	close(s.out)
+	s.w.Finish(ctx)
 	writerDone.Wait()
 	s.conn.CloseNow()
 }
 
-// send hands a frame to the writer; it gives up when the session is cancelled.
+// send hands a frame to the writer (JSON, or a closeFrame); it gives up when the session is
+// cancelled.
 func (s *transcribeSession) send(ctx context.Context, frame any) {
-	select {
-	case s.out <- frame:
-	case <-ctx.Done():
+	if c, ok := frame.(closeFrame); ok {
+		s.w.Close(ctx, c.code, c.reason)
+		return
 	}
-}
-
-// write is the only goroutine that writes the socket.
-func (s *transcribeSession) write(ctx context.Context, cancel context.CancelFunc) {
-	for frame := range s.out {
-		if c, ok := frame.(closeFrame); ok {
-			s.conn.Close(c.code, c.reason)
-			continue
-		}
-		data, err := json.Marshal(frame)
-		if err != nil {
-			s.log.Error("transcribe: encode frame", "err", err)
-			continue
-		}
-		wctx, done := context.WithTimeout(ctx, socketWriteTimeout)
-		err = s.conn.Write(wctx, websocket.MessageText, data)
-		done()
-		if err != nil {
-			// The client is gone or stuck: stop the session; the rest of out is discarded.
-			cancel()
-			for range s.out {
-			}
-			return
-		}
+	data, err := json.Marshal(frame)
+	if err != nil {
+		s.log.Error("transcribe: encode frame", "err", err)
+		return
 	}
+	s.w.Send(ctx, door.Message{Type: websocket.MessageText, Data: data})
 }
 
 // read is the read loop. It returns the close status to send, or 0 when the client closed.
@@ -479,16 +467,9 @@ func (s *transcribeSession) closeIdle(ctx context.Context) bool {
 	return true
 }
 
-// watchDrain finishes the session when the server begins shutting down: the open segment's
-// final is decoded and sent, then the writer closes the socket with StatusGoingAway.
-func (s *transcribeSession) watchDrain(ctx context.Context, draining <-chan struct{}, stop <-chan struct{}) {
-	select {
-	case <-draining:
-	case <-stop:
-		return
-	case <-ctx.Done():
-		return
-	}
+// drain finishes the session when the server begins shutting down (door.WatchDrain): the open
+// segment's final is decoded and sent, then the writer closes the socket with StatusGoingAway.
+func (s *transcribeSession) drain(ctx context.Context) {
 	j, ok := s.stopTaking(true)
 	if !ok || !s.sendFinal(ctx, *j) {
 		return

@@ -77,20 +77,6 @@ var (
 		Message: "the decoder is behind this transcript's audio: push at most in real time; this push was not taken, retry it", RetryAfter: time.Second}
 )
 
-// Peers lets any node serve a transcript opened on another (several nodes behind one load
-// balancer): a transcript's id names the node that holds its decode state, and a request for
-// another node's transcript is forwarded there. package cluster implements it.
-type Peers interface {
-	// NodeID is this node's id (a-z, 0-9, -; no dots), embedded in the ids of its transcripts.
-	NodeID() string
-	// Forward serves r on node, the owner of the transcript it names, answering the client
-	// itself: when node is gone it answers transcript_not_found.
-	Forward(w http.ResponseWriter, r *http.Request, node string)
-}
-
-// ForwardedHeader marks a request that a peer forwarded (cluster.ForwardedHeader).
-const ForwardedHeader = "X-Voiced-Forwarded-By"
-
 // TranscriptDoor serves the half-duplex streaming transcript (reference/001):
 // POST /v1/audio/transcript opens one, POST /v1/audio/transcript/{id} pushes raw PCM16LE mono
 // 16 kHz and answers the text so far and the seconds that push put in front of the decoder,
@@ -529,27 +515,11 @@ func (d *TranscriptDoor) newID() string {
 	return door.NewID("tr_", node, 16)
 }
 
-// ownerOf is the node named in a transcript id ("" when it names none).
-func ownerOf(id string) string { return door.IDNode("tr_", id) }
-
-// forwarded hands a request for another node's transcript to that node (Peers.Forward) and
-// reports whether it did. A request a peer already forwarded is never forwarded again: a node
-// that is not the owner answers it transcript_not_found.
+// forwarded hands a request for another node's transcript to that node (door.Forwarded) and
+// reports whether it did; a request a peer forwarded to a node that is not the owner is answered
+// transcript_not_found.
 func (d *TranscriptDoor) forwarded(w http.ResponseWriter, r *http.Request) bool {
-	p := d.svc.cfg.Peers
-	if p == nil {
-		return false
-	}
-	owner := ownerOf(r.PathValue("id"))
-	if owner == "" || owner == p.NodeID() {
-		return false
-	}
-	if r.Header.Get(ForwardedHeader) != "" {
-		door.WriteError(w, ErrTranscriptNotFound)
-		return true
-	}
-	p.Forward(w, r, owner)
-	return true
+	return door.Forwarded(d.svc.cfg.Peers, w, r, "tr_", r.PathValue("id"), ErrTranscriptNotFound)
 }
 
 func (t *transcript) poke() {

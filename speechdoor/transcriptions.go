@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/voiced/voiced/audio"
@@ -382,38 +381,13 @@ func (u *uploadAudio) next() ([]float32, error) {
 	return window, nil
 }
 
-// openAIError is OpenAI's error body; code carries the refusal's name.
-type openAIError struct {
-	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    string  `json:"code"`
-	} `json:"error"`
-}
-
+// writeOpenAIError writes err in OpenAI's shape; a missing or empty upload names the file field.
 func writeOpenAIError(w http.ResponseWriter, err error) {
-	var body openAIError
-	status := http.StatusInternalServerError
-	var r *door.Refusal
-	if errors.As(err, &r) {
-		status = r.Status
-		body.Error.Message, body.Error.Code = r.Message, r.Name
-		if r.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(r.RetryAfter.Seconds()))))
-		}
-	} else {
-		body.Error.Message, body.Error.Code = "the server failed this request; see its log", "internal_error"
+	param := ""
+	if r := door.AsRefusal(err); r.Name == ErrMissingFile.Name || r.Name == ErrEmptyUpload.Name {
+		param = "file"
 	}
-	body.Error.Type = "invalid_request_error"
-	if status >= 500 {
-		body.Error.Type = "server_error"
-	}
-	if r != nil && (r.Name == ErrMissingFile.Name || r.Name == ErrEmptyUpload.Name) {
-		p := "file"
-		body.Error.Param = &p
-	}
-	writeJSON(w, status, body)
+	door.WriteOpenAIError(w, err, param)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore/fixture"
 )
 
@@ -198,7 +199,7 @@ func TestTranscriptionsRefusals(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			resp, body := postTranscription(t, h, tc.file, tc.fields)
-			var e openAIError
+			var e struct{ Error door.OpenAIError }
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatalf("%s: not OpenAI's error shape: %v", body, err)
 			}

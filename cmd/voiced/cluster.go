@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/cluster"
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/speechdoor"
 )
@@ -103,7 +104,7 @@ func (c *clusterConfig) start(ctx context.Context, app *App) (*cluster.Node, err
 // clusterPeers are the doors' views of the cluster (nil, nil on a single node): a transcript or
 // a call another node holds is forwarded there; when that node is gone, transcript_not_found or
 // call_not_found.
-func clusterPeers(node *cluster.Node) (speechdoor.Peers, rtc.Peers) {
+func clusterPeers(node *cluster.Node) (transcripts, calls door.Peers) {
 	if node == nil {
 		return nil, nil
 	}

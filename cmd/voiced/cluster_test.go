@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/cluster"
-	"github.com/voiced/voiced/speechdoor"
+	"github.com/voiced/voiced/door"
 )
 
 // The door refuses to forward a request a peer forwarded by this header's name; the cluster sets it.
 func TestForwardedHeaderAgrees(t *testing.T) {
-	if cluster.ForwardedHeader != speechdoor.ForwardedHeader {
-		t.Fatalf("cluster sets %q, speechdoor reads %q", cluster.ForwardedHeader, speechdoor.ForwardedHeader)
+	if cluster.ForwardedHeader != door.ForwardedHeader {
+		t.Fatalf("cluster sets %q, the doors read %q", cluster.ForwardedHeader, door.ForwardedHeader)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechdoor"
@@ -50,7 +51,7 @@ func (c *speechConfig) validate(app *App) error {
 // start loads and warms the models and serves the raw speech doors; peers (nil on a single node)
 // serve other nodes' transcripts, m (nil: unmetered) meters the raw doors under the service
 // principal.
-func (c *speechConfig) start(ctx context.Context, app *App, peers speechdoor.Peers, m *meter.Meter) (*speechcore.Service, error) {
+func (c *speechConfig) start(ctx context.Context, app *App, peers door.Peers, m *meter.Meter) (*speechcore.Service, error) {
 	svc, doors := c.svc, c.doors
 	if peers != nil {
 		doors.SetPeers(peers)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/rtc"
 	"github.com/voiced/voiced/session"
 )
@@ -90,7 +91,7 @@ func (c *webrtcConfig) validate() error {
 
 // start serves WebRTC calls on conv's conversations (nothing under --webrtc=false); peers (nil
 // on a single node) serve other nodes' calls.
-func (c *webrtcConfig) start(app *App, conv *session.Server, peers rtc.Peers) error {
+func (c *webrtcConfig) start(app *App, conv *session.Server, peers door.Peers) error {
 	if !c.enabled || conv == nil {
 		return nil
 	}
