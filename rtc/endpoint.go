@@ -197,7 +197,7 @@ func (e *Endpoint) Answer(ctx context.Context, offer string, h Handlers) (string
 	if e.refusePrivate && dropPrivateCandidates(d) > 0 {
 		b, err := d.Marshal()
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrBadOffer, err)
+			return "", nil, fmt.Errorf("%w: %w", ErrBadOffer, err)
 		}
 		offer = string(b)
 	}
