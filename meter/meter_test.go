@@ -1,7 +1,6 @@
 package meter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func openSQLite(t *testing.T) *SQL {
@@ -317,7 +318,7 @@ func TestOpenPostgresDownRefusesByName(t *testing.T) {
 // by name (metric + log), never dropped silently.
 func TestCloseWaitsForLastWriters(t *testing.T) {
 	store := openSQLite(t)
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	m := New(store, Config{FlushEvery: time.Hour, CloseWait: 30 * time.Second,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx := context.Background()
@@ -360,24 +361,6 @@ func TestCloseWaitsForLastWriters(t *testing.T) {
 	if rows, _ := store.Usage(ctx, Filter{Principal: "stuck"}); len(rows) != 0 {
 		t.Errorf("usage recorded after Close reached the store anyway: %+v", rows)
 	}
-}
-
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitFor polls cond (state another goroutine sets) for up to 10 s.
@@ -453,7 +436,7 @@ func TestRetryOfALandedWriteCountsOnce(t *testing.T) {
 // seconds for a new key past it are counted lost by name, and kept keys keep adding.
 func TestPendingIsBounded(t *testing.T) {
 	store := &flaky{Store: openSQLite(t), down: true}
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	m := New(store, Config{FlushEvery: time.Hour, MaxPendingKeys: 2, CloseWait: time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	m.Add("a", "", DoorConversation, 1, 0)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -19,7 +20,7 @@ func manualSession() map[string]any {
 // manualTurns starts a conversation on media that hears "hi" in every turn and switches it to
 // manual turns (manualSession); it ends with the test.
 func manualTurns(t *testing.T, media Media) *fakeTransport {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestInputBufferFullRefusesTrackOnce(t *testing.T) {
 // when create_response), and the speech that goes on is a new turn. One append longer than the
 // bound is heard in steps, so the turn ends inside it. Before, the buffer grew with the turn.
 func TestHeldTurnEndsAtTheBound(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}, NewTurnDetector: newEnergyDetector}})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func (g gatedEars) Transcribe(ctx context.Context, pcm []float32) (string, error
 // faster than Whisper hears is slowed (its next commit waits) once maxTranscribing is waiting,
 // rather than the turns piling up for the whole session. Before, every commit was taken at once.
 func TestTranscriptionBacklogIsBounded(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ears := gatedEars{release: make(chan struct{})}
 	s, err := New(Config{Engines: Engines{Ears: ears}})
 	if err != nil {
@@ -259,7 +260,7 @@ func TestTranscriptionBacklogIsBounded(t *testing.T) {
 // (decoded whole it is 4 to 8 times its bytes): longer is refused by name; with its transcript
 // it is not heard and only counts toward the conversation's bytes.
 func TestCreatedItemAudioIsBounded(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -33,7 +34,7 @@ func (s stallingReader) Send(ctx context.Context, event []byte) error {
 // converseStalling starts a conversation (GA) on a stallingReader and waits for session.created;
 // the conversation ends with the test.
 func converseStalling(t *testing.T, stall func(event []byte) bool) stallingReader {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
