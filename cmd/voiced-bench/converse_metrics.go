@@ -7,114 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/coder/websocket"
 )
 
-// What the bench reads of the server under test: its resident memory (/proc, /v1/speech/health)
-// and its Prometheus series (GET /metrics).
-
-// idleMemory opens k conversations that say nothing and reads the server's resident bytes
-// (and, from /metrics, its goroutines and Go heap in use) before and after.
-func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) error {
-	gaugeNames := []string{"go_goroutines", "go_memstats_heap_inuse_bytes"}
-	before, err := b.rssSettled(ctx, pid)
-	if err != nil {
-		return err
-	}
-	gBefore, gErr := b.gauges(ctx, gaugeNames...)
-	var conns []*websocket.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close(websocket.StatusNormalClosure, "")
-		}
-	}()
-	for i := range k {
-		conn, err := b.open(ctx)
-		if err != nil {
-			if i == 0 {
-				return err
-			}
-			r.Notes = append(r.Notes, fmt.Sprintf("idle: only %d conversations opened (%v)", i, err))
-			break
-		}
-		conns = append(conns, conn)
-		if err := b.configure(ctx, conn); err != nil {
-			return err
-		}
-	}
-	after, err := b.rssSettled(ctx, pid)
-	if err != nil {
-		return err
-	}
-	src := "/v1/speech/health processResidentBytes"
-	if pid > 0 {
-		src = fmt.Sprintf("/proc/%d/status VmRSS", pid)
-	}
-	n := float64(len(conns))
-	r.Values["idle conversations open"] = n
-	r.Values["idle: server resident MiB before"] = float64(before) / (1 << 20)
-	r.Values["idle: server resident MiB with them"] = float64(after) / (1 << 20)
-	if n > 0 {
-		r.Values["idle: resident KiB per conversation"] = float64(after-before) / n / 1024
-		if gAfter, err := b.gauges(ctx, gaugeNames...); gErr == nil && err == nil {
-			if a, ok := gAfter["go_goroutines"]; ok {
-				r.Values["idle: goroutines per conversation"] = (a - gBefore["go_goroutines"]) / n
-			}
-			if a, ok := gAfter["go_memstats_heap_inuse_bytes"]; ok {
-				r.Values["idle: Go heap in use KiB per conversation"] = (a - gBefore["go_memstats_heap_inuse_bytes"]) / n / 1024
-			}
-		}
-	}
-	r.Notes = append(r.Notes, "idle: resident bytes from "+src+", median of 5 reads 200 ms apart, measured first (before any turn); Go keeps freed heap mapped, so the RSS delta is noisy at this size — the heap and goroutine deltas come from /metrics")
-	return nil
-}
-
-// rssSettled is the median of five reads 200 ms apart.
-func (b *converseBench) rssSettled(ctx context.Context, pid int) (int64, error) {
-	var xs []float64
-	for i := range 5 {
-		if i > 0 {
-			time.Sleep(200 * time.Millisecond)
-		}
-		v, err := b.rss(ctx, pid)
-		if err != nil {
-			return 0, err
-		}
-		xs = append(xs, float64(v))
-	}
-	sum, err := Summarize(xs)
-	return int64(sum.P50), err
-}
-
-func (b *converseBench) rss(ctx context.Context, pid int) (int64, error) {
-	if pid > 0 {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-				return kb * 1024, err
-			}
-		}
-		return 0, errors.New("no VmRSS line")
-	}
-	var h struct {
-		ProcessResidentBytes int64 `json:"processResidentBytes"`
-	}
-	if err := b.c.getJSON(ctx, "/v1/speech/health", &h); err != nil {
-		return 0, err
-	}
-	return h.ProcessResidentBytes, nil
-}
+// The server's Prometheus series as the bench reads them (GET /metrics).
 
 // histogram is one Prometheus histogram series' sum and count.
 type histogram struct{ sum, count float64 }
