@@ -1,14 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The server's Prometheus series as the bench reads them (GET /metrics).
@@ -25,19 +27,34 @@ func (b *converseBench) histograms(ctx context.Context) (map[string]histogram, e
 	return parseHistograms(strings.NewReader(text))
 }
 
-// gauges reads the named unlabelled series from GET /metrics.
+// gauges reads the named unlabelled series (gauges, counters, untyped) from GET /metrics.
 func (b *converseBench) gauges(ctx context.Context, names ...string) (map[string]float64, error) {
 	text, err := b.metricsText(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return gaugeValues(strings.NewReader(text), names...)
+}
+
+// gaugeValues is the value of each named unlabelled series in r (Prometheus text format).
+func gaugeValues(r io.Reader, names ...string) (map[string]float64, error) {
+	fams, err := parseMetrics(r)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(text, "\n") {
-		for _, n := range names {
-			if v, ok := strings.CutPrefix(line, n+" "); ok {
-				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-					out[n] = f
-				}
+	for _, n := range names {
+		for _, m := range fams[n].GetMetric() {
+			if len(m.GetLabel()) > 0 {
+				continue
+			}
+			switch {
+			case m.Gauge != nil:
+				out[n] = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				out[n] = m.GetCounter().GetValue()
+			case m.Untyped != nil:
+				out[n] = m.GetUntyped().GetValue()
 			}
 		}
 	}
@@ -62,51 +79,48 @@ func (b *converseBench) metricsText(ctx context.Context) (string, error) {
 	return string(b2), err
 }
 
-func parseHistograms(r io.Reader) (map[string]histogram, error) {
-	hist := map[string]bool{}
-	out := map[string]histogram{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && f[3] == "histogram" {
-			hist[f[2]] = true
-			continue
-		}
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		series, val := line[:sp], line[sp+1:]
-		name, labels, _ := strings.Cut(series, "{")
-		if labels != "" {
-			labels = "{" + labels
-		}
-		var field string
-		switch {
-		case strings.HasSuffix(name, "_sum") && hist[strings.TrimSuffix(name, "_sum")]:
-			name, field = strings.TrimSuffix(name, "_sum"), "sum"
-		case strings.HasSuffix(name, "_count") && hist[strings.TrimSuffix(name, "_count")]:
-			name, field = strings.TrimSuffix(name, "_count"), "count"
-		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		h := out[name+labels]
-		if field == "sum" {
-			h.sum = v
-		} else {
-			h.count = v
-		}
-		out[name+labels] = h
+// parseMetrics reads the Prometheus text format, by family name.
+func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse /metrics: %w", err)
 	}
-	return out, sc.Err()
+	return fams, nil
+}
+
+// parseHistograms is every histogram series' sum and count, keyed by name{labels} (the labels
+// as the exposition writes them).
+func parseHistograms(r io.Reader) (map[string]histogram, error) {
+	fams, err := parseMetrics(r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]histogram{}
+	for name, f := range fams {
+		if f.GetType() != dto.MetricType_HISTOGRAM {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			out[name+labelText(m.GetLabel())] = histogram{sum: h.GetSampleSum(), count: float64(h.GetSampleCount())}
+		}
+	}
+	return out, nil
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// labelText is {a="x",b="y"}, or "" for none.
+func labelText(labels []*dto.LabelPair) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		parts[i] = l.GetName() + `="` + labelEscaper.Replace(l.GetValue()) + `"`
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // histDiff reports each histogram's mean over the phase (Δsum/Δcount).

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/realtimeclient"
 )
 
 // The converse bench's phases after the latency conversation's own: memory per idle
@@ -23,7 +25,7 @@ func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) e
 		return err
 	}
 	gBefore, gErr := b.gauges(ctx, gaugeNames...)
-	var conns []*websocket.Conn
+	var conns []*realtimeclient.Conn
 	defer func() {
 		for _, c := range conns {
 			c.Close(websocket.StatusNormalClosure, "")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,31 +54,11 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 	reader.Go(func() {
 		defer close(events)
 		for {
-			_, data, err := conn.Read(rctx)
+			ev, err := conn.Next(rctx)
 			if err != nil {
 				return
 			}
-			at := time.Now()
-			var ev struct {
-				Type       string `json:"type"`
-				AudioEndMs int64  `json:"audio_end_ms"`
-				Delta      string `json:"delta"`
-				Transcript string `json:"transcript"`
-				Response   struct {
-					Status string `json:"status"`
-					Usage  struct {
-						Heard  float64 `json:"heard_seconds"`
-						Spoken float64 `json:"spoken_seconds"`
-					} `json:"usage"`
-				} `json:"response"`
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if json.Unmarshal(data, &ev) != nil {
-				continue
-			}
-			e := event{typ: ev.Type, at: at, audioEndMs: ev.AudioEndMs, status: ev.Response.Status, errMsg: ev.Error.Message}
+			e := event{typ: ev.Type, at: ev.At, audioEndMs: ev.AudioEndMs, status: ev.Response.Status, errMsg: ev.Error.Message}
 			switch ev.Type {
 			case "response.audio_transcript.delta", "response.output_audio_transcript.delta":
 				e.text = ev.Delta
@@ -140,7 +119,7 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 			if k < len(frames) {
 				frame = frames[k]
 			}
-			if err := conn.Write(ctx, websocket.MessageText, frame); err != nil {
+			if err := conn.Send(ctx, frame); err != nil {
 				return results, fmt.Errorf("append: %w", err)
 			}
 			sent++

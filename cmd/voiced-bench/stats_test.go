@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -169,5 +170,25 @@ func TestLoopbackOnly(t *testing.T) {
 				t.Fatalf("loopbackURL(%q) err = %v, want ok=%v", raw, err, ok)
 			}
 		})
+	}
+}
+
+func TestGaugeValues(t *testing.T) {
+	text := `# TYPE go_goroutines gauge
+go_goroutines 42
+# TYPE process_open_fds gauge
+process_open_fds 9
+# TYPE voiced_whisper_queue_depth gauge
+voiced_whisper_queue_depth{model="whisper"} 3
+# TYPE voiced_heard_seconds_total counter
+voiced_heard_seconds_total 12.5
+`
+	got, err := gaugeValues(strings.NewReader(text), "go_goroutines", "voiced_heard_seconds_total", "voiced_whisper_queue_depth", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"go_goroutines": 42, "voiced_heard_seconds_total": 12.5}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v (labelled and absent series left out)", got, want)
 	}
 }
