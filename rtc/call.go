@@ -463,7 +463,7 @@ func (c *Call) write() {
 			// Text messages, as OpenAI sends them: a browser SDK reads event.data as a string
 			// (the Agents SDK's JSON.parse(event.data.toString()) drops an ArrayBuffer).
 			if err := dc.SendText(string(ev)); err != nil {
-				c.cancel(fmt.Errorf("%w: data channel: %v", ErrICEFailed, err))
+				c.cancel(fmt.Errorf("%w: data channel: %w", ErrICEFailed, err))
 				return
 			}
 		}
