@@ -7,6 +7,7 @@ import (
 
 // Each encoding decodes what it encodes: PCM16 exactly, G.711 within its quantisation step.
 func TestEncodingRoundTrip(t *testing.T) {
+	t.Parallel()
 	pcm := []int16{0, 1, -1, 100, -100, 8000, -8000, 32767, -32768}
 	for _, e := range []Encoding{PCM16, Mulaw, Alaw} {
 		b := e.Encode(pcm)

@@ -24,6 +24,7 @@ func naivePower(x []float64) []float64 {
 }
 
 func TestPower400MatchesDFT(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	var s fftScratch
 	got := make([]float64, fftHalf+1)

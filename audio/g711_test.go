@@ -4,6 +4,7 @@ import "testing"
 
 // Known values from the ITU-T G.711 tables (and Sun's g711.c, which the G.191 tools carry).
 func TestG711KnownValues(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		code byte
 		lin  int16
@@ -54,6 +55,7 @@ func TestG711KnownValues(t *testing.T) {
 // excepted: it decodes to 0, which encodes as 0xFF), and every 16-bit sample survives
 // encode→decode within half a quantisation step of its segment.
 func TestG711RoundTrip(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		enc func(int16) byte
 		dec func(byte) int16
@@ -99,6 +101,7 @@ func TestG711RoundTrip(t *testing.T) {
 }
 
 func TestG711Slices(t *testing.T) {
+	t.Parallel()
 	s := []int16{0, 1000, -1000, 32767, -32768}
 	if got := MulawToInt16(Int16ToMulaw(s)); len(got) != len(s) || got[1] != MulawDecode(MulawEncode(1000)) {
 		t.Fatalf("μ-law slices: %v", got)

@@ -93,6 +93,7 @@ func parseNPY(b []byte) (npyArray, error) {
 
 // The filterbank against openai/whisper's published assets/mel_filters.npz.
 func TestMelFiltersMatchOpenAI(t *testing.T) {
+	t.Parallel()
 	arrays := readNPZ(t, sharedData(t, "whisper", "mel_filters.npz"))
 	for _, nMels := range []int{80, 128} {
 		t.Run(fmt.Sprint(nMels), func(t *testing.T) {
@@ -118,6 +119,7 @@ func TestMelFiltersMatchOpenAI(t *testing.T) {
 
 // Values published in docs/models.md §1.2, pinned without the reference files.
 func TestMelFiltersKnownValues(t *testing.T) {
+	t.Parallel()
 	w := MelFilters(80, 400, 16000)
 	var sum float64
 	for m := range w {
@@ -139,6 +141,7 @@ func TestMelFiltersKnownValues(t *testing.T) {
 }
 
 func TestReflectPad(t *testing.T) {
+	t.Parallel()
 	buf := []float32{0, 0, 0, 1, 2, 3, 4, 5, 0, 0, 0}
 	reflectPad(buf, 3)
 	want := []float32{4, 3, 2, 1, 2, 3, 4, 5, 4, 3, 2}
@@ -151,6 +154,7 @@ func TestReflectPad(t *testing.T) {
 
 // The FFT path against a direct O(n²) DFT of the windowed frame.
 func TestMelPowerSpectrumMatchesDFT(t *testing.T) {
+	t.Parallel()
 	m := newMelWorker()
 	rng := rand.New(rand.NewPCG(5, 6))
 	frame := make([]float32, WhisperNFFT)
@@ -238,6 +242,7 @@ func naiveLogMel(pcm []float32, nMels int) []float32 {
 }
 
 func TestLogMelMatchesNaive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for name, pcm := range map[string][]float32{
 		"0.5 s noise and tone": func() []float32 {
@@ -265,6 +270,7 @@ func TestLogMelMatchesNaive(t *testing.T) {
 }
 
 func TestLogMelShapeAndLength(t *testing.T) {
+	t.Parallel()
 	long := make([]float32, WhisperSamples+5000)
 	for i := range long {
 		long[i] = float32(math.Sin(float64(i) * 0.05))
@@ -303,6 +309,7 @@ func equalF32(a, b []float32) bool {
 // Silence: every band is log10(1e-10) = -10, the global max is -10, so every feature is
 // (-10+4)/4 = -1.5.
 func TestLogMelSilence(t *testing.T) {
+	t.Parallel()
 	for _, in := range [][]float32{nil, make([]float32, 16000), make([]float32, WhisperSamples)} {
 		for i, v := range LogMel(in, 80) {
 			if v != -1.5 {
@@ -313,6 +320,7 @@ func TestLogMelSilence(t *testing.T) {
 }
 
 func TestClampScale(t *testing.T) {
+	t.Parallel()
 	// One band: log10 values of mel energies 1, 1e-3, 1e-12 (floored to 1e-10), 100; the frames
 	// past the 4 computed are all padding (log10 1e-10 = -10), written without being stored.
 	spec := []float64{0, -3, -10, 2}
@@ -340,6 +348,7 @@ func TestClampScale(t *testing.T) {
 
 // A pure tone at filter m's peak frequency lights band m most — what the codec fixture relies on.
 func TestLogMelToneLightsItsBand(t *testing.T) {
+	t.Parallel()
 	edges := MelBandEdges(80, 16000)
 	for _, m := range []int{5, 46, 72, 78} { // 46..72 span the codec fixture's high tones
 		t.Run(fmt.Sprintf("band %d at %.0f Hz", m, edges[m+1]), func(t *testing.T) {
@@ -369,6 +378,7 @@ func TestLogMelToneLightsItsBand(t *testing.T) {
 // jfk.wav through the whole front end: finite, within the 2.0 feature range below the maximum,
 // the maximum in speech, the padded tail at the floor.
 func TestLogMelJFK(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open(sharedData(t, "whisper", "jfk.wav"))
 	if err != nil {
 		t.Fatal(err)

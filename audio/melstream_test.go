@@ -22,6 +22,7 @@ func noisySpeechLike(rng *rand.Rand, n int) []float32 {
 // TestMelStreamEqualsLogMel: appending the audio in random pieces and computing after each gives
 // exactly (bit for bit) LogMel of the audio so far, at every cut point, up to and past 30 s.
 func TestMelStreamEqualsLogMel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		seed   uint64
 		total  int
@@ -65,6 +66,7 @@ func TestMelStreamEqualsLogMel(t *testing.T) {
 
 // TestMelStreamReset: after Reset a new segment's features do not carry the old one's frames or max.
 func TestMelStreamReset(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	loud := noisySpeechLike(rng, 64000)
 	for i := range loud {
@@ -117,6 +119,7 @@ func BenchmarkMelPartial(b *testing.B) {
 // TestMelStreamHoldsWhatItsSegmentNeeds: a short segment's buffers are a small part of a whole
 // window's (padded audio 1.9 MB + frames 1.9 MB for 80 bands), and they reach that only at 30 s.
 func TestMelStreamHoldsWhatItsSegmentNeeds(t *testing.T) {
+	t.Parallel()
 	held := func(s *MelStream) int { return 4*cap(s.m.padded) + 8*cap(s.m.spec) }
 	whole := 4*melPadded + 8*80*WhisperFrames
 	rng := rand.New(rand.NewPCG(7, 8))

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPCMBytes(t *testing.T) {
+	t.Parallel()
 	s := []int16{0, 1, -1, 32767, -32768, 0x1234}
 	b := Int16ToBytes(s)
 	want := []byte{0, 0, 1, 0, 0xff, 0xff, 0xff, 0x7f, 0x00, 0x80, 0x34, 0x12}
@@ -38,6 +39,7 @@ func TestPCMBytes(t *testing.T) {
 }
 
 func TestOddLength(t *testing.T) {
+	t.Parallel()
 	for name, fn := range map[string]func([]byte) error{
 		"BytesToInt16":   func(b []byte) error { _, err := BytesToInt16(b); return err },
 		"PCM16ToFloat32": func(b []byte) error { _, err := PCM16ToFloat32(b); return err },
@@ -54,6 +56,7 @@ func TestOddLength(t *testing.T) {
 }
 
 func TestFloat32ToInt16(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		in   float32
 		want int16
@@ -92,6 +95,7 @@ func TestFloat32ToInt16(t *testing.T) {
 }
 
 func TestRMSAndDBFS(t *testing.T) {
+	t.Parallel()
 	sine := make([]float32, 16000)
 	for i := range sine {
 		sine[i] = float32(math.Sin(2 * math.Pi * 1000 * float64(i) / 16000))
@@ -120,6 +124,7 @@ func TestRMSAndDBFS(t *testing.T) {
 }
 
 func TestDuration(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		n, rate int
 		want    time.Duration

@@ -17,6 +17,7 @@ var ratePairs = [][2]int{
 }
 
 func TestResampleKernelKinds(t *testing.T) {
+	t.Parallel()
 	if k := kernelFor(24000, 16000); k.phases == nil || len(k.phases) != 2 || k.m != 3 || len(k.phases[0]) != 2*k.half {
 		t.Fatalf("24k→16k: want 2 exact phases of 2H taps, got L=%d M=%d", k.l, k.m)
 	}
@@ -72,6 +73,7 @@ func dB(x float64) float64 { return 20 * math.Log10(x) }
 // Nyquist (ripple), everything else in the output of a passband tone (aliases, images, rounding),
 // and, going down, what is left of tones above the output Nyquist (stop-band attenuation).
 func TestResampleQuality(t *testing.T) {
+	t.Parallel()
 	const amp = 0.5
 	for _, pair := range ratePairs {
 		from, to := pair[0], pair[1]
@@ -117,6 +119,7 @@ func TestResampleQuality(t *testing.T) {
 
 // Whisper hears the codec fixture's tones up to ~5.9 kHz after 24k→16k: flat to 6.5 kHz.
 func TestResampleFlatTo6500(t *testing.T) {
+	t.Parallel()
 	for f := 100.0; f <= 6500; f += 100 {
 		out := Resample(sine(12000, 24000, f, 0.5, 0), 24000, 16000)
 		a, _ := fitSine(out[400:len(out)-400], 16000, f)
@@ -127,6 +130,7 @@ func TestResampleFlatTo6500(t *testing.T) {
 }
 
 func TestResampleStreamingEqualsOneShot(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, pair := range append(ratePairs, [2]int{16000, 16000}, [2]int{16001, 16000}) {
 		from, to := pair[0], pair[1]
@@ -168,6 +172,7 @@ func TestResampleStreamingEqualsOneShot(t *testing.T) {
 // A band-limited signal (tones up to 6 kHz) goes 24k→16k→24k and comes back aligned: no group
 // delay to compensate, since the filter is centred.
 func TestResampleRoundTripAligned(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	x := make([]float32, 24000)
 	for range 40 {
@@ -201,6 +206,7 @@ func TestResampleRoundTripAligned(t *testing.T) {
 }
 
 func TestResampleEdges(t *testing.T) {
+	t.Parallel()
 	if got := Resample(nil, 24000, 16000); len(got) != 0 {
 		t.Fatalf("empty input gave %d samples", len(got))
 	}

@@ -74,6 +74,7 @@ func f32bytes(v ...float32) []byte {
 }
 
 func TestDecodeWAV(t *testing.T) {
+	t.Parallel()
 	le := binary.LittleEndian
 	for name, c := range map[string]struct {
 		file []byte
@@ -138,6 +139,7 @@ func TestDecodeWAV(t *testing.T) {
 }
 
 func TestDecodeWAVErrors(t *testing.T) {
+	t.Parallel()
 	good := fmtChunk(fmtBody(1, 1, 16000, 16))
 	badGUID := append([]byte(nil), ksDataFormatTail...)
 	badGUID[5] ^= 1
@@ -185,6 +187,7 @@ func TestDecodeWAVErrors(t *testing.T) {
 }
 
 func TestEncodeWAVRoundTrip(t *testing.T) {
+	t.Parallel()
 	pcm := []int16{0, 1, -1, 32767, -32768, 1234}
 	var buf bytes.Buffer
 	if err := EncodeWAV(&buf, pcm, 24000); err != nil {
@@ -209,6 +212,7 @@ func TestEncodeWAVRoundTrip(t *testing.T) {
 }
 
 func TestWAVHeader(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		rate, channels, bits, data int
 		riffSize, dataSize         uint32
@@ -236,6 +240,7 @@ func TestWAVHeader(t *testing.T) {
 }
 
 func TestDecodeJFK(t *testing.T) {
+	t.Parallel()
 	path := sharedData(t, "whisper", "jfk.wav")
 	f, err := os.Open(path)
 	if err != nil {
@@ -346,6 +351,7 @@ func BenchmarkDecodeWAV16kMono30s(b *testing.B) {
 // to its end, and a trailing half frame is dropped. A file declaring a little more than it holds
 // is still truncated.
 func TestDecodeWAVStreamedPlaceholder(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := EncodeWAV(&buf, []int16{100, -200, 300}, 22050); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func redisURL(t *testing.T) string {
@@ -21,24 +22,6 @@ func redisURL(t *testing.T) string {
 		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (eval \"$(scripts/test-services.sh)\")")
 	}
 	return u
-}
-
-// lockedBuffer is a log sink the proxy's goroutines and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestForwardOnlyToSignedEntries: a request is forwarded, with its Authorization, to a peer whose
@@ -65,7 +48,7 @@ func TestForwardOnlyToSignedEntries(t *testing.T) {
 	}
 	peerURL, attackerURL := server("peer"), server("attacker")
 
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 	open := func(id string, secret []byte, now func() time.Time) *Node {
 		n, err := Open(ctx, Config{RedisURL: redisURL(t), NodeID: id, Prefix: prefix, Secret: secret, Now: now,
 			Log: slog.New(slog.NewTextHandler(logs, nil))})

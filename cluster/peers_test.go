@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func TestAdvertiseURL(t *testing.T) {
@@ -51,7 +52,7 @@ func TestDeriveSecret(t *testing.T) {
 // door's refusal; an owner announced but unreachable is answered the same and logged.
 func TestPeersAnswerGoneOwners(t *testing.T) {
 	ctx := context.Background()
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 	secret := []byte("0123456789abcdef0123456789abcdef-peers")
 	prefix := "voiced:test:peers:" + NewNodeID() + ":"
 	open := func(id string) *Node {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // readFails is a store whose reads fail with err.
@@ -28,7 +29,7 @@ func TestAdmit(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 
 	m := New(openSQLite(t), Config{FlushEvery: time.Hour, QuotaSecondsPerDay: 10, Now: clock, Log: log})

@@ -1,7 +1,6 @@
 package meter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func openSQLite(t *testing.T) *SQL {
@@ -316,79 +318,55 @@ func TestOpenPostgresDownRefusesByName(t *testing.T) {
 // usage. A writer that outlives the bound records after the close: its seconds are counted lost
 // by name (metric + log), never dropped silently.
 func TestCloseWaitsForLastWriters(t *testing.T) {
-	store := openSQLite(t)
-	var logs syncBuffer
-	m := New(store, Config{FlushEvery: time.Hour, CloseWait: 30 * time.Second,
-		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
-	ctx := context.Background()
-	release := m.Hold()
-	closed := make(chan error, 1)
-	go func() { closed <- m.Close(ctx) }()
-	// The writer records while Close waits for it, then lets go.
-	waitFor(t, func() bool { return m.Stats().Closing })
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned (%v) while a writer still held the meter", err)
-	default:
-	}
-	m.Add("late", "acme", DoorConversation, 1.5, 2.5)
-	release()
-	release() // idempotent
-	if err := <-closed; err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	rows, _ := store.Usage(ctx, Filter{Principal: "late"})
-	if len(rows) != 1 || !near(rows[0].Heard, 1.5) || !near(rows[0].Spoken, 2.5) {
-		t.Fatalf("a writer's usage recorded while Close waited for it: rows = %+v", rows)
-	}
-
-	// Past the bound: Close returns; what the stuck writer records later is counted lost.
-	m2 := New(store, Config{FlushEvery: time.Hour, CloseWait: 50 * time.Millisecond,
-		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
-	stuck := m2.Hold()
-	if err := m2.Close(ctx); err != nil {
-		t.Fatalf("Close with a stuck writer: %v", err)
-	}
-	m2.Add("stuck", "acme", DoorConversation, 0.75, 1.25)
-	stuck()
-	if got := counterValue(t, m2.metrics.lost.WithLabelValues(DoorConversation, LostClosed)); !near(got, 2) {
-		t.Errorf("voiced_meter_lost_seconds_total{reason=%q} = %v, want 2", LostClosed, got)
-	}
-	if !strings.Contains(logs.String(), `"principal":"stuck"`) || !strings.Contains(logs.String(), "meter usage lost") {
-		t.Errorf("the lost usage is not logged by name:\n%s", logs.String())
-	}
-	if rows, _ := store.Usage(ctx, Filter{Principal: "stuck"}); len(rows) != 0 {
-		t.Errorf("usage recorded after Close reached the store anyway: %+v", rows)
-	}
-}
-
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor polls cond (state another goroutine sets) for up to 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
+	synctest.Test(t, func(t *testing.T) {
+		store := openSQLite(t)
+		var logs testkit.LogBuffer
+		m := New(store, Config{FlushEvery: time.Hour, CloseWait: 30 * time.Second,
+			Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+		ctx := context.Background()
+		release := m.Hold()
+		closed := make(chan error, 1)
+		go func() { closed <- m.Close(ctx) }()
+		// The writer records while Close waits for it, then lets go.
+		synctest.Wait() // Close is blocked, waiting for the writer
+		if !m.Stats().Closing {
+			t.Fatal("Close is waiting and the meter does not say it is closing")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while a writer still held the meter", err)
+		default:
+		}
+		m.Add("late", "acme", DoorConversation, 1.5, 2.5)
+		release()
+		release() // idempotent
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		rows, _ := store.Usage(ctx, Filter{Principal: "late"})
+		if len(rows) != 1 || !near(rows[0].Heard, 1.5) || !near(rows[0].Spoken, 2.5) {
+			t.Fatalf("a writer's usage recorded while Close waited for it: rows = %+v", rows)
+		}
+
+		// Past the bound: Close returns; what the stuck writer records later is counted lost.
+		m2 := New(store, Config{FlushEvery: time.Hour, CloseWait: 50 * time.Millisecond,
+			Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+		stuck := m2.Hold()
+		if err := m2.Close(ctx); err != nil {
+			t.Fatalf("Close with a stuck writer: %v", err)
+		}
+		m2.Add("stuck", "acme", DoorConversation, 0.75, 1.25)
+		stuck()
+		if got := counterValue(t, m2.metrics.lost.WithLabelValues(DoorConversation, LostClosed)); !near(got, 2) {
+			t.Errorf("voiced_meter_lost_seconds_total{reason=%q} = %v, want 2", LostClosed, got)
+		}
+		if !strings.Contains(logs.String(), `"principal":"stuck"`) || !strings.Contains(logs.String(), "meter usage lost") {
+			t.Errorf("the lost usage is not logged by name:\n%s", logs.String())
+		}
+		if rows, _ := store.Usage(ctx, Filter{Principal: "stuck"}); len(rows) != 0 {
+			t.Errorf("usage recorded after Close reached the store anyway: %+v", rows)
+		}
+	})
 }
 
 // counterValue reads a counter's value.
@@ -453,7 +431,7 @@ func TestRetryOfALandedWriteCountsOnce(t *testing.T) {
 // seconds for a new key past it are counted lost by name, and kept keys keep adding.
 func TestPendingIsBounded(t *testing.T) {
 	store := &flaky{Store: openSQLite(t), down: true}
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	m := New(store, Config{FlushEvery: time.Hour, MaxPendingKeys: 2, CloseWait: time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	m.Add("a", "", DoorConversation, 1, 0)

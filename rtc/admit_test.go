@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/session"
 )
 
@@ -58,7 +59,7 @@ func multipartCall(t *testing.T, offer, sess string) (contentType string, body [
 // and leaves the ticket usable; a ticket taken between the look and the take is refused
 // ticket_invalid and gives its slot back.
 func TestCallAdmission(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ctx := context.Background()
 	ep, err := NewEndpoint(Config{})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/session"
 )
 
@@ -131,7 +131,7 @@ func TestPeerMaxMessage(t *testing.T) {
 func TestCallServerEventTooLarge(t *testing.T) {
 	for _, peerMax := range []int{65536, 262144} {
 		t.Run(fmt.Sprint(peerMax), func(t *testing.T) {
-			leakCheck(t)
+			testkit.CheckLeaks(t)
 			ep, err := NewEndpoint(Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -209,31 +209,13 @@ func TestCallServerEventTooLarge(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink for one call's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCallFasterThanRealTime: a pion peer sends its mic's RTP four times faster than real time
 // (a 20 ms packet every 5 ms, 12 s of audio in 3 s): the call decodes no more than real time
 // since its first packet plus maxBurst, drops the rest undecoded, counts it and says so once at
 // WARN. Before: all 12 s were decoded (and transcribed, turn-detected) as they came.
 func TestCallFasterThanRealTime(t *testing.T) {
-	leakCheck(t)
-	logs := &lockedBuffer{}
+	testkit.CheckLeaks(t)
+	logs := &testkit.LogBuffer{}
 	mic, o, ep, done := rtpCall(t, Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
 	defer done()
 

@@ -243,11 +243,11 @@ func (c *Call) readEvents(raw datachannel.ReadWriteCloser) {
 
 func (c *Call) negotiate(ctx context.Context, offer string) (string, error) {
 	if err := c.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadOffer, err)
+		return "", fmt.Errorf("%w: %w", ErrBadOffer, err)
 	}
 	answer, err := c.pc.CreateAnswer(nil)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadOffer, err)
+		return "", fmt.Errorf("%w: %w", ErrBadOffer, err)
 	}
 	gathered := webrtc.GatheringCompletePromise(c.pc)
 	if err := c.pc.SetLocalDescription(answer); err != nil {
@@ -256,7 +256,7 @@ func (c *Call) negotiate(ctx context.Context, offer string) (string, error) {
 	select {
 	case <-gathered:
 	case <-ctx.Done():
-		return "", fmt.Errorf("%w: %v", ErrGathering, ctx.Err())
+		return "", fmt.Errorf("%w: %w", ErrGathering, ctx.Err())
 	}
 	return c.pc.LocalDescription().SDP, nil
 }
@@ -457,7 +457,7 @@ func (c *Call) write() {
 	dc := c.dc
 	c.mu.Unlock()
 	if err := c.events.Run(c.ctx, dataChannel{dc}); err != nil && c.ctx.Err() == nil {
-		c.cancel(fmt.Errorf("%w: data channel: %v", ErrICEFailed, err))
+		c.cancel(fmt.Errorf("%w: data channel: %w", ErrICEFailed, err))
 	}
 }
 

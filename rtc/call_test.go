@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,26 +20,8 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/internal/testkit"
 )
-
-func leakCheck(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<16)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Fatalf("goroutines: %d before, %d after\n%s", before, n, buf)
-			}
-			time.Sleep(20 * time.Millisecond) // polling the count; no synchronisation depends on it
-		}
-	})
-}
 
 // speech16k is silero-vad-go's recording (float32 LE, 16 kHz).
 func speech16k(t testing.TB) []float32 {
@@ -271,7 +252,7 @@ func connectWith(t *testing.T, cfg Config, h Handlers, mangle func(string) strin
 }
 
 func TestCallMediaAndEvents(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	speech := speech16k(t)
 	ep, cl, o, call := connect(t, Config{})
 	defer ep.Close()
@@ -359,7 +340,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestCallClearStopsPlayback(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, cl, o, call := connect(t, Config{})
 	defer ep.Close()
 	defer cl.close()
@@ -402,7 +383,7 @@ func TestCallClearStopsPlayback(t *testing.T) {
 }
 
 func TestCallICENeverConnects(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, err := NewEndpoint(Config{ConnectTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +420,7 @@ func TestAnswerRefusesOfferWithoutOpus(t *testing.T) {
 }
 
 func TestCallPeerVanishes(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, cl, o, call := connect(t, Config{DisconnectedTimeout: 300 * time.Millisecond, FailedTimeout: 600 * time.Millisecond})
 	defer ep.Close()
 	cl.close() // the peer disappears without a word
@@ -450,7 +431,7 @@ func TestCallPeerVanishes(t *testing.T) {
 }
 
 func TestCallOverUDPAndTCPMux(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	udp, tcp := freePort(t, "udp"), freePort(t, "tcp")
 	ep, cl, _, call := connect(t, Config{UDPMuxPort: udp, TCPMuxPort: tcp, PublicIPs: []string{"127.0.0.1"}})
 	defer ep.Close()

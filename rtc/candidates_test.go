@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pion/sdp/v3"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // stunSink is a UDP socket on the loopback that counts the STUN packets it receives (the
@@ -110,7 +112,7 @@ func stunReceived(sinks []*stunSink) int64 {
 // TestOfferCandidatesBounded: an offer with 2,000 candidates (the repro that made the server send
 // ~15,000 STUN packets in 5 s) is refused by name, and no packet reaches the addresses it names.
 func TestOfferCandidatesBounded(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, err := NewEndpoint(Config{PrivateCandidates: CandidatesAllow, ConnectTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +146,7 @@ func TestOfferCandidatesBounded(t *testing.T) {
 // TestOfferPrivateCandidatesRefused: with CandidatesRefusePrivate, candidates naming the loopback
 // get no packet at all; the same offer with CandidatesAllow has them checked.
 func TestOfferPrivateCandidatesRefused(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	for _, tc := range []struct {
 		policy  CandidatePolicy
 		checked bool

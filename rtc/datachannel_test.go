@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // TestCallEventMessageSize: the answer advertises the message size the call takes
@@ -14,7 +16,7 @@ import (
 // sends a larger message has it dropped and reported (Handlers.TooLarge: an error event on the
 // transport), and the channel goes on carrying events both ways.
 func TestCallEventMessageSize(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	events := make(chan []byte, 4)
 	tooLarge := make(chan int, 4)
 	h := Handlers{Event: func(m []byte) { events <- m }, TooLarge: func(n int) { tooLarge <- n }}
@@ -90,7 +92,7 @@ func TestCallEventMessageSize(t *testing.T) {
 // second oai-events) is closed by the call at once, so it holds no reader or buffer there; the
 // oai-events channel goes on.
 func TestCallOtherDataChannelsClosed(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, cl, o, call := connect(t, Config{})
 	defer ep.Close()
 	defer cl.close()
@@ -124,7 +126,7 @@ func TestCallOtherDataChannelsClosed(t *testing.T) {
 // TestCallEndsWhenEventsChannelCloses: a peer that closes its oai-events channel has ended the
 // call (nothing can reach it): the call ends at once, not when ICE times out.
 func TestCallEndsWhenEventsChannelCloses(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, cl, o, call := connect(t, Config{})
 	defer ep.Close()
 	defer cl.close()

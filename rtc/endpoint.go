@@ -121,7 +121,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	se := webrtc.SettingEngine{}
 	if cfg.PortMin != 0 || cfg.PortMax != 0 {
 		if err := se.SetEphemeralUDPPortRange(cfg.PortMin, cfg.PortMax); err != nil {
-			return nil, fmt.Errorf("%w: port range: %v", ErrConfig, err)
+			return nil, fmt.Errorf("%w: port range: %w", ErrConfig, err)
 		}
 	}
 	if len(cfg.PublicIPs) > 0 {
@@ -134,7 +134,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if cfg.UDPMuxPort != 0 {
 		mux, err := ice.NewMultiUDPMuxFromPort(cfg.UDPMuxPort)
 		if err != nil {
-			return nil, fmt.Errorf("%w: UDP mux on %d: %v", ErrConfig, cfg.UDPMuxPort, err)
+			return nil, fmt.Errorf("%w: UDP mux on %d: %w", ErrConfig, cfg.UDPMuxPort, err)
 		}
 		se.SetICEUDPMux(mux)
 		e.closer = append(e.closer, mux.Close)
@@ -143,7 +143,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		l, err := net.ListenTCP("tcp", &net.TCPAddr{Port: cfg.TCPMuxPort})
 		if err != nil {
 			e.Close()
-			return nil, fmt.Errorf("%w: ICE-TCP on %d: %v", ErrConfig, cfg.TCPMuxPort, err)
+			return nil, fmt.Errorf("%w: ICE-TCP on %d: %w", ErrConfig, cfg.TCPMuxPort, err)
 		}
 		mux := webrtc.NewICETCPMux(nil, l, 8)
 		se.SetICETCPMux(mux)
@@ -197,7 +197,7 @@ func (e *Endpoint) Answer(ctx context.Context, offer string, h Handlers) (string
 	if e.refusePrivate && dropPrivateCandidates(d) > 0 {
 		b, err := d.Marshal()
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrBadOffer, err)
+			return "", nil, fmt.Errorf("%w: %w", ErrBadOffer, err)
 		}
 		offer = string(b)
 	}

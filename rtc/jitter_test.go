@@ -13,6 +13,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // describe renders steps as the test tables write them: "5" a packet decoded (its payload is its
@@ -234,7 +235,7 @@ func (o *owner) heardSamples() int {
 // TestCallReleasesAfterLoss: the second-to-last packet is lost and the sender stops: the call
 // still hears every frame (the lost one concealed), soon after the last packet.
 func TestCallReleasesAfterLoss(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	speech := speech16k(t)
 	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
@@ -278,7 +279,7 @@ func TestCallReleasesAfterLoss(t *testing.T) {
 // goes on, the RTP timestamp jumps) between two seconds of speech: the call hears the pause as
 // 400 ms of silence, so exactly the sender's duration comes out.
 func TestCallDTXKeepsTime(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	speech := speech16k(t)
 	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
@@ -331,7 +332,7 @@ func TestCallDTXKeepsTime(t *testing.T) {
 // packet's in-band FEC and the burst concealed (PLC, then FEC for its last frame), sample for
 // sample.
 func TestCallLossAndReorder(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	speech := speech16k(t)
 	mic, o, _, done := rtpCall(t, Config{})
 	defer done()
@@ -494,7 +495,7 @@ func TestInboundFillsASilentSender(t *testing.T) {
 // TestCallSilentSenderKeepsTime: a sender that stops sending entirely (no DTX keep-alives): the
 // call goes on hearing silence in real time, so a turn held open can end.
 func TestCallSilentSenderKeepsTime(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	speech := speech16k(t)
 	mic, o, _, done := rtpCall(t, Config{})
 	defer done()

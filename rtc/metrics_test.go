@@ -10,6 +10,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // TestCallLossMetrics: a lossy peer (two packets lost alone, three in a row, a 200 ms DTX pause)
@@ -17,7 +18,7 @@ import (
 // lost, the reader counts the frames concealed (FEC for a lone loss and a burst's last frame, PLC
 // for the rest) and the silence put in.
 func TestCallLossMetrics(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	speech := speech16k(t)
 	mic, o, ep, done := rtpCall(t, Config{})
 	defer done()

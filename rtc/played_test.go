@@ -9,6 +9,8 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // blackhole is a client's UDP socket that can go dead: a killed browser or a network gone, with
@@ -49,7 +51,7 @@ func TestCallPlayedStopsWithThePeer(t *testing.T) {
 		{"closed without hang-up", 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
+			testkit.CheckLeaks(t)
 			conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)

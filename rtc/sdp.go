@@ -27,7 +27,7 @@ const (
 func parseOffer(offer string) (*sdp.SessionDescription, error) {
 	var d sdp.SessionDescription
 	if err := d.UnmarshalString(offer); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOffer, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadOffer, err)
 	}
 	if n := len(d.MediaDescriptions); n > MaxMediaSections {
 		return nil, fmt.Errorf("%w (%d, at most %d)", ErrTooManyMedia, n, MaxMediaSections)

@@ -47,11 +47,11 @@ func ParseCallBody(contentType string, body io.Reader) (offer string, session js
 			break
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrBadMultipart, err)
+			return "", nil, fmt.Errorf("%w: %w", ErrBadMultipart, err)
 		}
 		v, err := io.ReadAll(p)
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrBadMultipart, err)
+			return "", nil, fmt.Errorf("%w: %w", ErrBadMultipart, err)
 		}
 		switch p.FormName() {
 		case "sdp":

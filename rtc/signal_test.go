@@ -3,6 +3,7 @@ package rtc
 import (
 	"bytes"
 	"errors"
+	"io"
 	"mime/multipart"
 	"net/textproto"
 	"strings"
@@ -87,6 +88,10 @@ func TestParseCallBody(t *testing.T) {
 	}
 	if _, _, err = ParseCallBody("multipart/form-data", strings.NewReader("x")); !errors.Is(err, ErrBadMultipart) {
 		t.Fatalf("no boundary: %v, want ErrBadMultipart", err)
+	}
+	cut := "--b\r\nContent-Disposition: form-data; name=\"sdp\"\r\n\r\nv=0"
+	if _, _, err = ParseCallBody("multipart/form-data; boundary=b", strings.NewReader(cut)); !errors.Is(err, ErrBadMultipart) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut part: %v, want ErrBadMultipart wrapping io.ErrUnexpectedEOF", err)
 	}
 	if _, _, err = ParseCallBody("application/sdp", bytes.NewReader(make([]byte, MaxSignalBody+1))); !errors.Is(err, ErrBodyTooLarge) {
 		t.Fatalf("huge body: %v, want ErrBodyTooLarge", err)

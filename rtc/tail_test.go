@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // tone is n samples of a 440 Hz sine at 24 kHz, amplitude 0.3 (RMS 0.21): every 20 ms of it is
@@ -91,7 +92,7 @@ func rmsOf(pcm []int16) float64 {
 // output_audio_buffer report and no samples counted as played; a new reply replaces the rest of
 // a tail at the next tick; a reply that ends by itself gets no tail.
 func TestCallCutSilenceTail(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, cl, o, call := connect(t, Config{})
 	defer ep.Close()
 	defer cl.close()

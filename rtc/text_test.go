@@ -5,12 +5,14 @@ import (
 	"time"
 
 	"github.com/pion/webrtc/v4"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // Server events go out as text messages, as OpenAI's do: browser SDKs parse event.data as a
 // string, and the OpenAI Agents SDK silently drops a binary (ArrayBuffer) message.
 func TestCallEventsAreTextMessages(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ep, cl, _, call := connect(t, Config{})
 	defer ep.Close()
 	defer cl.close()

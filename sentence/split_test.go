@@ -8,6 +8,7 @@ import (
 )
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in   string
 		want []string
@@ -38,6 +39,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestSplitter(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		push string
 		want []string
@@ -133,6 +135,7 @@ func TestSplitter(t *testing.T) {
 // A client streaming text with no whitespace (the speak door) must not grow the buffer without
 // bound: each Push rescans what is buffered.
 func TestSplitterBoundsSpacelessText(t *testing.T) {
+	t.Parallel()
 	s := NewSplitter(Options{FirstAlone: true, SplitChars: 300})
 	var got []string
 	for range 100 {
@@ -154,6 +157,7 @@ func TestSplitterBoundsSpacelessText(t *testing.T) {
 
 // Streaming a text a few characters at a time gives the same sentences as splitting it whole.
 func TestSplitterMatchesBatch(t *testing.T) {
+	t.Parallel()
 	text := `Dr. Smith said "hello." It costs $3.50, etc. Then J. Doe left! Did he? Yes… I think so. The end`
 	want := Split(text)
 	for _, size := range []int{1, 2, 3, 7, 13} {
@@ -197,6 +201,7 @@ func FuzzSplitter(f *testing.F) {
 }
 
 func TestCut(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in    string
 		limit int
@@ -223,6 +228,7 @@ func TestCut(t *testing.T) {
 // The issue's request: 240 KB of unpunctuated words is many pieces of at most limit characters,
 // each ending at a word, and nothing is lost.
 func TestCutBoundsUnpunctuatedText(t *testing.T) {
+	t.Parallel()
 	text := strings.Repeat("hello world ", 20000)
 	pieces := Cut(text, 400)
 	if len(pieces) < 600 {

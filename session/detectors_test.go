@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
@@ -106,7 +107,7 @@ func (q *passSquelch) Close() error {
 // so the model runs once per window of input — not once for the squelch and again for the
 // detector — and the turn is still found and answered.
 func TestOneVADPassPerConversation(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	var windows atomic.Int64
 	counting := turn.SpeechFunc(func() (turn.Prober, error) { return &countingProber{windows: &windows}, nil })
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hello there"}, Voice: fakeVoice{},
@@ -147,7 +148,7 @@ func TestOneVADPassPerConversation(t *testing.T) {
 // semantic_vad's eagerness travels from session.update to the detector it builds and is echoed
 // in session.updated, each value as OpenAI names it.
 func TestEagernessReachesDetector(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	built := make(chan turn.Eagerness, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{},
 		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {

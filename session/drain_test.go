@@ -10,12 +10,13 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // A server that drains lets an out-of-band reply in flight finish, as it does the conversation's
 // own: the reply's response.done reaches the client before server_shutting_down and the 1001.
 func TestDrainWaitsForOutOfBandReply(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{})
 	sockets := door.NewSockets()
 	ts := newTestServer(t, Config{Sockets: sockets, Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{gate: gate}}})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -223,7 +224,7 @@ func typesOf(evs []map[string]any) string {
 // transcript, the reply's audio handed to the player (no audio delta event), and an append event
 // refused by name.
 func TestEngineTrackTurnToPlayer(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hello there"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +293,7 @@ func TestEngineTrackTurnToPlayer(t *testing.T) {
 // assistant item is truncated to exactly the samples played, and output_audio_buffer.cleared is
 // sent; output_audio_buffer.clear from the client works too.
 func TestEngineBargeInCutsUnplayedAudio(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{})
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"tell me a story. a long one"}, Voice: fakeVoice{gate: gate}, NewTurnDetector: newEnergyDetector}})
 	if err != nil {
@@ -379,7 +380,7 @@ func TestEngineBargeInCutsUnplayedAudio(t *testing.T) {
 // Over a transport without a player (the WebSocket's media), output_audio_buffer.clear does
 // nothing and audio travels in delta events; the engine ends the transport with Close.
 func TestEngineEventsOnlyTransport(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Voice: fakeVoice{}}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // sharedEars records what each transcription was asked as (the decoder's scheduling input).
@@ -29,7 +31,7 @@ func (s *sharedEars) TranscribeAs(_ context.Context, _ []float32, h Hearing) (st
 // its committed turn as a final, all under the conversation's own id (what Whisper's queue is fair
 // by); two conversations have two ids.
 func TestSharedEarsHearing(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ears := &sharedEars{}
 	ts := newTestServer(t, Config{Engines: Engines{Ears: ears, NewTurnDetector: newEnergyDetector}})
 	for range 2 {

@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -43,24 +42,11 @@ func (c *clock) Advance(d time.Duration) {
 // token signs a principal JWT with the test secret; claims override the defaults.
 func token(t testing.TB, clk *clock, claims map[string]any) string {
 	t.Helper()
-	tok := jwt.New()
 	base := map[string]any{"sub": "user-1", "org": "org-a", "exp": clk.Now().Add(time.Hour).Unix()}
 	for k, v := range claims {
 		base[k] = v
 	}
-	for k, v := range base {
-		if v == nil {
-			continue
-		}
-		if err := tok.Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256, testSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return testkit.JWT(t, testSecret, base)
 }
 
 type testServer struct {

@@ -5,8 +5,9 @@ import (
 	"encoding/base64"
 	"math"
 	"testing"
-	"time"
+	"testing/synctest"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -19,7 +20,7 @@ func manualSession() map[string]any {
 // manualTurns starts a conversation on media that hears "hi" in every turn and switches it to
 // manual turns (manualSession); it ends with the test.
 func manualTurns(t *testing.T, media Media) *fakeTransport {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestInputBufferFullRefusesTrackOnce(t *testing.T) {
 // when create_response), and the speech that goes on is a new turn. One append longer than the
 // bound is heard in steps, so the turn ends inside it. Before, the buffer grew with the turn.
 func TestHeldTurnEndsAtTheBound(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}, NewTurnDetector: newEnergyDetector}})
 	if err != nil {
 		t.Fatal(err)
@@ -211,55 +212,56 @@ func (g gatedEars) Transcribe(ctx context.Context, pcm []float32) (string, error
 // faster than Whisper hears is slowed (its next commit waits) once maxTranscribing is waiting,
 // rather than the turns piling up for the whole session. Before, every commit was taken at once.
 func TestTranscriptionBacklogIsBounded(t *testing.T) {
-	leakCheck(t)
-	ears := gatedEars{release: make(chan struct{})}
-	s, err := New(Config{Engines: Engines{Ears: ears}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newFakeTransport(t, Media{})
-	sent := make(chan struct{})
-	defer converse(t, s, tr)()
-	defer func() { <-sent }() // the sender is done before the client leaves
-	defer close(ears.release)
-	tr.until("session.created")
-	tr.event(manualSession())
-	tr.until("session.updated")
+	synctest.Test(t, func(t *testing.T) {
+		ears := gatedEars{release: make(chan struct{})}
+		s, err := New(Config{Engines: Engines{Ears: ears}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := newFakeTransport(t, Media{})
+		sent := make(chan struct{})
+		defer converse(t, s, tr)()
+		defer func() { <-sent }() // the sender is done before the client leaves
+		defer close(ears.release)
+		tr.until("session.created")
+		tr.event(manualSession())
+		tr.until("session.updated")
 
-	const turn = 30 * 1000 // ms: one Whisper window each
-	turns := maxTranscribing / (turn * hearRate / 1000)
-	chunk := pcm24(turn, true)
-	go func() {
-		defer close(sent)
-		for range turns + 1 {
-			tr.event(appendEvent(chunk))
-			tr.event(map[string]any{"type": "input_audio_buffer.commit"})
+		const turn = 30 * 1000 // ms: one Whisper window each
+		turns := maxTranscribing / (turn * hearRate / 1000)
+		chunk := pcm24(turn, true)
+		go func() {
+			defer close(sent)
+			for range turns + 1 {
+				tr.event(appendEvent(chunk))
+				tr.event(map[string]any{"type": "input_audio_buffer.commit"})
+			}
+		}()
+		for range turns {
+			tr.until("input_audio_buffer.committed")
 		}
-	}()
-	for range turns {
+		synctest.Wait() // every goroutine of the conversation is blocked: what was taken is all it takes
+		tr.mu.Lock()
+		committed := 0
+		for _, ev := range tr.events {
+			if ev["type"] == "input_audio_buffer.committed" {
+				committed++
+			}
+		}
+		tr.mu.Unlock()
+		if committed != turns {
+			t.Fatalf("%d commits taken while %d turns (%d samples) wait for Whisper, want %d", committed, turns, maxTranscribing, turns)
+		}
+		ears.release <- struct{}{} // the first turn is heard: room for the next
 		tr.until("input_audio_buffer.committed")
-	}
-	time.Sleep(300 * time.Millisecond)
-	tr.mu.Lock()
-	committed := 0
-	for _, ev := range tr.events {
-		if ev["type"] == "input_audio_buffer.committed" {
-			committed++
-		}
-	}
-	tr.mu.Unlock()
-	if committed != turns {
-		t.Fatalf("%d commits taken while %d turns (%d samples) wait for Whisper, want %d", committed, turns, maxTranscribing, turns)
-	}
-	ears.release <- struct{}{} // the first turn is heard: room for the next
-	tr.until("input_audio_buffer.committed")
+	})
 }
 
 // Audio handed over in conversation.item.create to be transcribed is bounded as the buffer is
 // (decoded whole it is 4 to 8 times its bytes): longer is refused by name; with its transcript
 // it is not heard and only counts toward the conversation's bytes.
 func TestCreatedItemAudioIsBounded(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{Engines: Engines{Ears: fakeEars{"hi"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -54,7 +55,7 @@ func TestItemOverhead(t *testing.T) {
 // they end there is room again.
 // (Before, nothing counted them: all three ran.)
 func TestResponseInputCounted(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{})
 	ts := newTestServer(t, Config{ConversationBytes: 1 << 20, Engines: Engines{Voice: fakeVoice{gate: gate}}})
 	c := ts.open(t)

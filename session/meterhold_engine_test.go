@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -106,7 +107,7 @@ func TestConversationReleasesMeterHold(t *testing.T) {
 	}
 
 	t.Run("client closes", func(t *testing.T) {
-		leakCheck(t)
+		testkit.CheckLeaks(t)
 		m := &holdCountingMeter{}
 		tr := newFakeTransport(t, Media{})
 		end := converse(t, newServer(t, m), tr)
@@ -117,7 +118,7 @@ func TestConversationReleasesMeterHold(t *testing.T) {
 	})
 
 	t.Run("connection breaks", func(t *testing.T) {
-		leakCheck(t)
+		testkit.CheckLeaks(t)
 		m := &holdCountingMeter{}
 		tr := &failingTransport{fakeTransport: newFakeTransport(t, Media{}), cut: make(chan struct{})}
 		done := make(chan struct{})
@@ -137,7 +138,7 @@ func TestConversationReleasesMeterHold(t *testing.T) {
 	})
 
 	t.Run("fails to start", func(t *testing.T) {
-		leakCheck(t)
+		testkit.CheckLeaks(t)
 		// Twenty times, each error taking 10 ms to send: without the wait for the writer, run
 		// returns (cancelling it) while it sends, and whether the close is then reached is the
 		// writer's coin toss between it and the cancelled context.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // holdingMeter is a MeterHolder that checks the contract: every Record of a conversation comes
@@ -45,7 +47,7 @@ func (m *holdingMeter) Record(ctx context.Context, u Usage) error {
 // A conversation holds the meter from its start until after its last Record, however it ends:
 // the client's close, the session limit, the idle timeout.
 func TestConversationHoldsMeterToItsLastRecord(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	readToClose := func(c *client) {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

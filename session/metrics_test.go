@@ -7,12 +7,14 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // TestRefusalsAndOpenCounted: each pre-upgrade refusal is counted under its reason, and an open
 // conversation shows in voiced_sessions_open by door; the series register on a fresh registry.
 func TestRefusalsAndOpenCounted(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{MaxConversations: 4, MaxPerTenant: 1})
 	prometheus.NewRegistry().MustRegister(ts.Collectors()...)
 	refused := func(reason string) float64 { return value(ts.metrics.refused.WithLabelValues(reason)) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 // an over-long ?model= is refused by name before the credential is spent (the ticket still works
 // after), and so is a minted session's model (beta and GA); the bound itself is accepted.
 func TestModelBounded(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 	jwt := token(t, ts.clock, nil)
 	long, ok := strings.Repeat("m", wire.MaxModelBytes+1), strings.Repeat("m", wire.MaxModelBytes)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -35,7 +36,7 @@ func (s stallingReader) Send(ctx context.Context, event []byte) error {
 // converseStalling starts a conversation (GA) on a stallingReader and waits for session.created;
 // the conversation ends with the test.
 func converseStalling(t *testing.T, stall func(event []byte) bool) stallingReader {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	s, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)

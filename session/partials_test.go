@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // melEars "hears" features: its text is a digest of the log-mel a decode sees, so a partial
@@ -90,7 +91,7 @@ func TestPartialMelEqualsWholeWindow(t *testing.T) {
 // The conversation's partial decodes (streamed transcription deltas) go through the features
 // when the Ears take them; the final transcript is still a whole decode of the committed audio.
 func TestConversationPartialsThroughMel(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ears := &melEars{}
 	s, err := New(Config{Engines: Engines{Ears: ears, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	if err != nil {

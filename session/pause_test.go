@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -57,7 +58,7 @@ func (d *settledDetector) Push(pcm []float32) ([]TurnEvent, error) {
 // Without the decode at the pause the next partial comes 400 ms into the silence (the cadence),
 // the turn ends then, later, and unannounced (no EndLikely: nothing was speculated).
 func TestPartialAtPauseEndsOnCompleteWait(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	chat, m := newChatMind(t, false)
 	const speech = 30 * 320 // 30 appends of 20 ms: 600 ms at 16 kHz
 	var c *conversation

@@ -3,13 +3,15 @@ package session
 import (
 	"testing"
 	"time"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // With a Player (a WebRTC track) the meter bills the reply audio the player played, not what
 // was queued for it: the audio still queued when the peer goes is never billed (issue 18: a
 // client killed 3 s into a reply was billed 20.1 s).
 func TestEnginePlayerMetersPlayed(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	meter := &recordingMeter{}
 	s, err := New(Config{Engines: Engines{Voice: fakeVoice{}, Meter: meter}})
 	if err != nil {

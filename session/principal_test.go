@@ -17,9 +17,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
-	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // rsaKeys returns a signing key (kid "k1") and the public JWKS JSON.
@@ -50,15 +50,11 @@ func rsaKeys(t *testing.T) (jwk.Key, []byte) {
 
 func signRS(t *testing.T, key jwk.Key, claims map[string]any) string {
 	t.Helper()
-	tok := jwt.New()
-	for k, v := range claims {
-		tok.Set(k, v)
-	}
-	b, err := jwt.Sign(tok, jwt.WithKey(jwa.RS256, key))
+	s, err := testkit.SignJWT(jwa.RS256, key, claims)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return s
 }
 
 func TestVerifierJWKS(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // quotaMeter is a meter with a daily quota: Budget answers what its records left.
@@ -35,7 +37,7 @@ func (m *quotaMeter) budget(context.Context, Principal) (time.Duration, bool, er
 // checked the budget after sending a delta, so each sent one more (8 of them used 6.4 s of a 5 s
 // quota on the built server; here 8 replies each sent a delta on a 300 ms budget).
 func TestConcurrentRepliesShareQuota(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	const quota = 300 * time.Millisecond
 	gate := make(chan struct{})
 	m := &quotaMeter{quota: quota}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func TestEventLimiter(t *testing.T) {
@@ -44,7 +46,7 @@ func TestEventLimiter(t *testing.T) {
 // (rate_limit_exceeded, naming its event_id); appends are not counted; the bucket refills with
 // the clock; a client that keeps sending past twice its allowance is closed with 1008.
 func TestEventRateLimit(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{EventRate: 5, EventBurst: 5,
 		Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}}})
 	c := ts.open(t)
@@ -90,7 +92,7 @@ func TestEventRateLimit(t *testing.T) {
 // writer's queue; the close the limit queues behind it must still reach the client (1008, after
 // every refusal), even though the client keeps sending after it.
 func TestEventRateCloseAfterBacklog(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{EventRate: 1, EventBurst: 200,
 		Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}}})
 	c := ts.open(t)
@@ -125,7 +127,7 @@ func TestEventRateCloseAfterBacklog(t *testing.T) {
 // alone would let a burst start hundreds. Past it response.create (conversation none) is refused
 // by name; when one ends there is room again.
 func TestOutOfBandCap(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{})
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{gate: gate}}})
 	c := ts.open(t)
@@ -214,7 +216,7 @@ func TestPrincipalBuckets(t *testing.T) {
 // charged, then given back); the budget refills with the clock and is the principal's, across its
 // connections; a connection that keeps sending past twice the allowance is closed with 1008.
 func TestEventBytesLimit(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	const burst = 1 << 20
 	ts := newTestServer(t, Config{EventBytes: burst, EventBytesBurst: burst,
 		Engines: Engines{Ears: fakeEars{"words"}, Voice: fakeVoice{}}})

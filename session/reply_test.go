@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/wire"
 )
@@ -73,7 +74,7 @@ func TestMindTimeoutBoundsSilenceNotSpeech(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
+			testkit.CheckLeaks(t)
 			chatSrv := httptest.NewServer(streamChat{chunks: sentences, gap: gap, stallAfter: tc.stallAfter})
 			defer chatSrv.Close()
 			m, err := mind.NewOpenAI(mind.OpenAIConfig{URL: chatSrv.URL + "/v1", Model: "tiny", Timeout: timeout})
@@ -115,7 +116,7 @@ func TestMindTimeoutBoundsSilenceNotSpeech(t *testing.T) {
 // TestVoiceFixedOnceAudioIsPresent: like OpenAI, the voice may change until the conversation
 // holds assistant audio, then a change is invalid_value and the session lives on.
 func TestVoiceFixedOnceAudioIsPresent(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
 	c := ts.open(t)
 	voice := func(v string) map[string]any {
@@ -157,7 +158,7 @@ func TestRetrieveKeepsAssistantAudio(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
+			testkit.CheckLeaks(t)
 			ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
 			c := ts.open(t)
 			if tc.format != nil {
@@ -254,7 +255,7 @@ func TestRateLimitsUpdated(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
+			testkit.CheckLeaks(t)
 			ts := newTestServer(t, Config{Engines: Engines{Budget: tc.budget}})
 			c := ts.open(t)
 			c.send(map[string]any{"type": "response.create"})

@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,30 +20,10 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/wire"
 )
-
-// leakCheck fails the test if goroutines started during it are still running at its end (after
-// every other cleanup: register it first).
-func leakCheck(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<16)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Fatalf("goroutines: %d before, %d after\n%s", before, n, buf)
-			}
-			time.Sleep(20 * time.Millisecond) // polling the count; no synchronisation depends on it
-		}
-	})
-}
 
 func TestTicketStoreOneUseAndExpiry(t *testing.T) {
 	clk := newClock()
@@ -164,7 +143,7 @@ func TestOpenAIShapedMint(t *testing.T) {
 }
 
 func TestSocketAuth(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 
 	// A ticket works once.
@@ -201,7 +180,7 @@ func TestSocketAuth(t *testing.T) {
 }
 
 func TestSubprotocolTicketAndEcho(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 	c, resp, err := ts.dial(t, "/v1/realtime?model=m", &websocket.DialOptions{
 		Subprotocols: []string{"realtime", "openai-insecure-api-key." + ts.ticket(t), "openai-beta.realtime-v1"}})
@@ -220,7 +199,7 @@ func TestSubprotocolTicketAndEcho(t *testing.T) {
 }
 
 func TestOriginChecked(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Origins: door.MustOrigins("https://app.example.com", "*.trusted.test")})
 	tests := map[string]struct {
 		origin string
@@ -249,7 +228,7 @@ func TestOriginChecked(t *testing.T) {
 }
 
 func TestCapacityRefusedBeforeUpgrade(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{MaxConversations: 2, MaxPerTenant: 1})
 	a := ts.open(t)
 
@@ -319,7 +298,7 @@ func assertRefused(t *testing.T, resp *http.Response, err error, status int, nam
 
 // The text turn of docs §8.3 with the Echo mind, audio out through the voice.
 func TestTextTurnEventOrder(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	meter := &recordingMeter{}
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}, Meter: meter}})
 	c := ts.open(t)
@@ -370,7 +349,7 @@ func compact(ts []string) []string {
 }
 
 func TestTextOnlyBeta(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
 	c, _, err := ts.dial(t, "/v1/realtime?model=m", &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + ts.ticket(t)}, "OpenAI-Beta": {"realtime=v1"}}})
@@ -406,7 +385,7 @@ func TestTextOnlyBeta(t *testing.T) {
 
 // Client-driven audio turn (turn_detection null): commit, transcription, response.create.
 func TestCommitAudioTurn(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"what time is it"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
@@ -451,7 +430,7 @@ func TestCommitAudioTurn(t *testing.T) {
 
 // server_vad: the floor ends the turn and a response follows by itself.
 func TestServerVADTurn(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	meter := &recordingMeter{}
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector, Meter: meter}})
 	c := ts.open(t)
@@ -483,7 +462,7 @@ func TestServerVADTurn(t *testing.T) {
 
 // Barge-in: speech during a reply cancels it mid-way; truncate cuts the transcript to what was heard.
 func TestBargeInAndTruncate(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{}, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"tell me a story. a long one"}, Voice: fakeVoice{gate: gate}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
@@ -543,7 +522,7 @@ func TestBargeInAndTruncate(t *testing.T) {
 // A client that interrupts playback itself truncates, then cancels, while the reply is still
 // running: the reply's end must not write back the transcript (or audio) the user never heard.
 func TestTruncateBeforeResponseDone(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{}, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{gate: gate}}})
 	c := ts.open(t)
@@ -608,7 +587,7 @@ func (f *toolChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestToolCallRoundTrip(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	chat := &toolChat{requests: make(chan map[string]any, 4)}
 	chatSrv := httptest.NewServer(chat)
 	defer chatSrv.Close()
@@ -673,7 +652,7 @@ func (failingMind) Answer(context.Context, mind.Request, func(mind.Delta) error)
 }
 
 func TestMindFailureKeepsSession(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Mind: failingMind{}, Voice: fakeVoice{}}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "response.create"})
@@ -687,7 +666,7 @@ func TestMindFailureKeepsSession(t *testing.T) {
 }
 
 func TestBadInputKeepsSession(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	gate := make(chan struct{})
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{gate: gate}}})
 	c := ts.open(t)
@@ -745,7 +724,7 @@ func TestBadInputKeepsSession(t *testing.T) {
 }
 
 func TestSessionLimitAndIdleClose(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	tests := map[string]struct {
 		cfg  Config
 		feed func(c *client)
@@ -815,7 +794,7 @@ func TestCutWords(t *testing.T) {
 }
 
 func TestBudgetClosesConversation(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{},
 		Budget: func(context.Context, Principal) (time.Duration, bool, error) {
 			return 300 * time.Millisecond, true, nil
@@ -863,7 +842,7 @@ func (f *partialFloor) Push(pcm []float32) ([]TurnEvent, error) {
 }
 
 func TestSemanticFloorReadsPartials(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	seen := make(chan string, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"so I was thinking"}, Voice: fakeVoice{},
 		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {
@@ -894,7 +873,7 @@ func TestSemanticFloorReadsPartials(t *testing.T) {
 }
 
 func TestOversizedAppendKeepsSession(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 	c := ts.open(t)
 	big := `{"type":"input_audio_buffer.append","audio":"` + strings.Repeat("A", ReadLimit) + `"}`
@@ -907,7 +886,7 @@ func TestOversizedAppendKeepsSession(t *testing.T) {
 
 // G.711 both ways: μ-law in is heard (the floor hears it at 16 kHz), A-law out is 8 kHz bytes.
 func TestG711Formats(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "audio": map[string]any{
@@ -946,44 +925,9 @@ func TestG711Formats(t *testing.T) {
 	c.conn.Close(websocket.StatusNormalClosure, "")
 }
 
-// A client listening to a reply longer than the idle timeout is not closed for idling.
-func TestIdleWaitsForReply(t *testing.T) {
-	leakCheck(t)
-	gate := make(chan struct{})
-	// The idle period is long enough that a loaded CI machine still sends response.create inside it.
-	ts := newTestServer(t, Config{IdleTimeout: 400 * time.Millisecond, Engines: Engines{Voice: fakeVoice{gate: gate}}})
-	c := ts.open(t)
-	c.send(map[string]any{"type": "response.create"})
-	c.until("response.output_audio_transcript.delta")
-	time.Sleep(1600 * time.Millisecond) // four idle periods pass while the reply is held
-	close(gate)
-	evs := c.until("response.done")
-	if d := evs[len(evs)-1]["response"].(map[string]any); d["status"] != "completed" {
-		t.Fatalf("reply %v", d)
-	}
-	c.expectError(wire.CodeSessionExpired) // idle again once the reply is done
-}
-
-// An out-of-band reply is a reply too: a client listening to it is not idle.
-func TestIdleWaitsForOutOfBandReply(t *testing.T) {
-	leakCheck(t)
-	gate := make(chan struct{})
-	ts := newTestServer(t, Config{IdleTimeout: 400 * time.Millisecond, Engines: Engines{Voice: fakeVoice{gate: gate}}})
-	c := ts.open(t)
-	c.send(map[string]any{"type": "response.create", "response": map[string]any{"conversation": "none"}})
-	c.until("response.output_audio_transcript.delta")
-	time.Sleep(1600 * time.Millisecond) // four idle periods pass while the reply is held
-	close(gate)
-	evs := c.until("response.done")
-	if d := evs[len(evs)-1]["response"].(map[string]any); d["status"] != "completed" {
-		t.Fatalf("reply %v", d)
-	}
-	c.expectError(wire.CodeSessionExpired) // idle again once the reply is done
-}
-
 // A user audio item created by the client is transcribed before the mind hears it.
 func TestCreatedAudioItemIsHeard(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"from an item"}}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
@@ -1001,7 +945,7 @@ func TestCreatedAudioItemIsHeard(t *testing.T) {
 // conversation:"none": an out-of-band response runs beside the one writing the conversation and
 // leaves the conversation untouched.
 func TestOutOfBandResponse(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
@@ -1027,7 +971,7 @@ func TestOutOfBandResponse(t *testing.T) {
 // Audio a client hands over in conversation.item.create goes before the decoder like appended
 // audio, so it is metered as heard (300 ms of it here).
 func TestCreatedAudioItemIsMetered(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	meter := &recordingMeter{}
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"from an item"}, Meter: meter}})
 	c := ts.open(t)
@@ -1068,7 +1012,7 @@ func (m *slowMeter) Record(ctx context.Context, u Usage) error {
 // must not fail the write of what it was served (found by the soak: "meter write failed … context
 // canceled" when a conversation closed during a turn-end flush).
 func TestMeterWriteOutlivesTheConversation(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	meter := &slowMeter{}
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Meter: meter}})
 	c := ts.open(t)
@@ -1088,7 +1032,7 @@ func TestMeterWriteOutlivesTheConversation(t *testing.T) {
 // response.done plus the audio it spoke) and runs on the audio timeline; when it passes with no
 // speech, input_audio_buffer.timeout_triggered, the quiet audio committed, and a response.
 func TestIdleTimeoutTriggered(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
@@ -1138,7 +1082,7 @@ func TestIdleTimeoutTriggered(t *testing.T) {
 // conversation.item.input_audio_transcription.delta for the turn's item while they still speak
 // (before speech_stopped), from the partial decodes; .completed still carries the final text.
 func TestTranscriptionDeltasWhileSpeaking(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hello there"}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
@@ -1176,7 +1120,7 @@ func TestTranscriptionDeltasWhileSpeaking(t *testing.T) {
 // link previewer fetching the URL) is refused websocket_upgrade_required before admission, and the
 // ticket in its URL still opens the socket after.
 func TestPlainGetKeepsTicket(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 	for _, path := range []string{"/v1/voice", "/v1/realtime"} {
 		tk := ts.ticket(t)
@@ -1208,7 +1152,7 @@ func TestPlainGetKeepsTicket(t *testing.T) {
 // TestJWTNotInQuery: a principal JWT in ?ticket= is refused by name without being verified (a
 // URL lands in logs); the same JWT opens a socket from Authorization and from the subprotocol.
 func TestJWTNotInQuery(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{})
 	jwt := token(t, ts.clock, nil)
 	for _, path := range []string{"/v1/voice?ticket=", "/v1/realtime?model=m&ticket="} {
@@ -1234,8 +1178,8 @@ func TestJWTNotInQuery(t *testing.T) {
 // (a ticket carrying a session object that does not apply) is refused by name and logged at WARN,
 // not ERROR: a client can fill an operator's error log at will otherwise.
 func TestClientFailureIsAWarning(t *testing.T) {
-	leakCheck(t)
-	logs := &syncLog{}
+	testkit.CheckLeaks(t)
+	logs := &testkit.LogBuffer{}
 	ts := newTestServer(t, Config{Log: slog.New(slog.NewTextHandler(logs, nil))})
 	tk := NewTicket()
 	if err := ts.cfg.Tickets.Put(context.Background(), tk, Grant{Principal: Principal{Subject: "ann"},
@@ -1262,22 +1206,4 @@ func TestClientFailureIsAWarning(t *testing.T) {
 	if strings.Contains(out, "level=ERROR") || !strings.Contains(out, "level=WARN") {
 		t.Errorf("a client's bad session logged:\n%s\nwant WARN, no ERROR", out)
 	}
-}
-
-// syncLog is a log sink the conversation's goroutines and the test share.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

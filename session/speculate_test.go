@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/wire"
 )
@@ -190,7 +191,7 @@ var likelyTurn = [][]TurnEvent{
 // releases the held answer: the mind was asked before the turn ended, once, and the reply is that
 // answer (it heard the partial's wording).
 func TestSpeculationMatchingIsReleased(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	r := startSpeculation(t, speculationCase{ears: "what time  is it", script: likelyTurn}, true)
 	r.push()
 	r.push()
@@ -225,7 +226,7 @@ func TestSpeculationMatchingIsReleased(t *testing.T) {
 // A final transcript that differs from the speculated one: the speculated answer is never sent
 // (though the mind finished it), and the mind is asked again on the final text.
 func TestSpeculationMismatchIsDiscarded(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	r := startSpeculation(t, speculationCase{ears: "What time is it in Paris?", script: likelyTurn}, true)
 	r.push()
 	r.push()
@@ -255,7 +256,7 @@ func TestSpeculationMismatchIsDiscarded(t *testing.T) {
 // The speaker goes on after the pause: the speculation is cancelled then (its request ends before
 // the turn does), nothing of it is sent, and the reply asks the mind on the final text.
 func TestSpeculationCancelledWhenSpeechResumes(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	script := [][]TurnEvent{
 		{{Sample: 0}},
 		{{Hint: HintEndLikely, Sample: 640, Transcript: "What time is it?"}},
@@ -290,7 +291,7 @@ func TestSpeculationCancelledWhenSpeechResumes(t *testing.T) {
 
 // With speculation off the mind is not asked before the turn ends.
 func TestSpeculationOff(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	r := startSpeculation(t, speculationCase{ears: "What time is it?", script: likelyTurn}, false)
 	r.push()
 	r.push()
@@ -374,7 +375,7 @@ func sentSamples(t *testing.T, evs []map[string]any) map[int16]int {
 // A speculation synthesizes the first sentence of its answer while the turn is still held; the
 // reply that adopts it sends that audio, with no synthesis of it after the turn ended.
 func TestSpeculationSynthesizesFirstSentence(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	voice := newCountingVoice()
 	r := startSpeculation(t, speculationCase{ears: "what time is it", script: likelyTurn, voice: voice}, true)
 	r.push()
@@ -398,7 +399,7 @@ func TestSpeculationSynthesizesFirstSentence(t *testing.T) {
 
 // A discarded speculation's synthesis is never sent: the reply speaks the final answer afresh.
 func TestSpeculationDiscardedAudioNeverSent(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	voice := newCountingVoice()
 	r := startSpeculation(t, speculationCase{ears: "What time is it in Paris?", script: likelyTurn, voice: voice}, true)
 	r.push()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // smallBuffers makes each accepted TCP connection's send buffer small, so a client that stops
@@ -28,7 +30,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // must still be closed: the writer's blocked write is bounded, not held for the life of the
 // socket (which would keep a conversation slot forever: idle's close frame queues behind it).
 func TestStuckWriterIsClosed(t *testing.T) {
-	leakCheck(t)
+	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{Engines: Engines{Voice: fakeVoice{}}})
 	hs := httptest.NewUnstartedServer(ts.http.Config.Handler)
 	hs.Listener = smallBuffers{hs.Listener}

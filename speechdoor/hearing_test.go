@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -266,21 +265,4 @@ func (c *sttClient) closeStatus() (websocket.StatusCode, string) {
 			c.t.Fatal("the server did not close the socket")
 		}
 	}
-}
-
-// checkNoLeaks fails the test if goroutines started during it are still running at its end
-// (polled for up to 5 s: a closed socket's goroutines finish just after the test's last read).
-func checkNoLeaks(t *testing.T) {
-	t.Helper()
-	before := goruntime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := goruntime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<16)
-			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:goruntime.Stack(buf, true)])
-		}
-	})
 }

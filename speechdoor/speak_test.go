@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func (c *wsClient) msg(v map[string]any) {
@@ -55,7 +56,7 @@ func openSpeak(t *testing.T, s *speakingServer) *wsClient {
 }
 
 func TestSpeakStream(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	c := openSpeak(t, s)
 
@@ -98,7 +99,7 @@ func TestSpeakStream(t *testing.T) {
 }
 
 func TestSpeakStreamBadInput(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	c := openSpeak(t, s)
 	tests := []struct {
@@ -151,7 +152,7 @@ func TestSpeakStreamBadInput(t *testing.T) {
 // cancel drops the queued pieces and the buffered text; frames of the cancelled pieces never
 // follow "cancelled"; the socket carries on.
 func TestSpeakStreamCancel(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	c := openSpeak(t, s)
 	// Hold the model so the pieces queue up behind it.
@@ -180,7 +181,7 @@ func TestSpeakStreamCancel(t *testing.T) {
 
 // Another socket holding the model makes this one wait, told by "queued", not refused.
 func TestSpeakStreamQueuedBehindAnotherSocket(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
@@ -198,7 +199,7 @@ func TestSpeakStreamQueuedBehindAnotherSocket(t *testing.T) {
 }
 
 func TestSpeakStreamIdleCloses(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	s.speak.IdleTimeout = 200 * time.Millisecond
 	c := openSpeak(t, s)
@@ -210,7 +211,7 @@ func TestSpeakStreamIdleCloses(t *testing.T) {
 
 // Speaking is not idle: a piece waiting for the model longer than the timeout is not cut off.
 func TestSpeakStreamNotIdleWhileSpeaking(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	s.speak.IdleTimeout = 100 * time.Millisecond
 	release, err := s.svc.speech.Kokoro.Hold(context.Background())

@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 func postSpeech(t *testing.T, s *speakingServer, body string) *http.Response {
@@ -25,7 +27,7 @@ func postSpeech(t *testing.T, s *speakingServer, body string) *http.Response {
 }
 
 func TestSpeechRoute(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	tests := map[string]struct {
 		body        string

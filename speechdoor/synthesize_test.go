@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/speechcore/fixture"
 )
 
@@ -62,22 +62,6 @@ func newSpeakingServer(t testing.TB, cfg Config) *speakingServer {
 
 func (s *speakingServer) wsURL(path string) string {
 	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + path
-}
-
-// checkGoroutines fails the test if goroutines started during it are still running at its end.
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<16)
-			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
-		}
-	})
 }
 
 // decodePhonemes reads the fixture codec back from PCM16LE bytes: each 1920-sample phoneme is
@@ -213,7 +197,7 @@ func (c *wsClient) closed() websocket.StatusCode {
 }
 
 func TestSynthesizeDoor(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	c := dial(t, s.wsURL("/v1/synthesize"), nil)
 
@@ -329,7 +313,7 @@ func TestSynthesizeDoorQueryRefusals(t *testing.T) {
 
 // Shutdown closes an idle socket with GoingAway.
 func TestSynthesizeDoorDrains(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	c := dial(t, s.wsURL("/v1/synthesize"), nil)
 	c.expect("ready")
@@ -478,7 +462,7 @@ func (c *rawWS) readType() string {
 // A client that closes right after its text still gets the utterance in flight: the door
 // finishes it before it reads (and answers) the close.
 func TestSynthesizeDoorFinishesUtteranceOnClientClose(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{})
 	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {
@@ -503,7 +487,7 @@ func TestSynthesizeDoorFinishesUtteranceOnClientClose(t *testing.T) {
 // A socket that sends nothing is closed after the idle timeout (issue 18 item 8e: it was held
 // for ever); an utterance being spoken is not idle.
 func TestSynthesizeIdleCloses(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{SocketIdle: 200 * time.Millisecond})
 	release, err := s.svc.speech.Kokoro.Hold(context.Background())
 	if err != nil {

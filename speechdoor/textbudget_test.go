@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // waitTextHeld waits (bounded) until the speaking doors hold want bytes of the text budget.
@@ -30,7 +31,7 @@ func words(n int) string { return strings.Repeat("word ", n/5+1)[:n] }
 // refused text_budget_full by name (the socket stays open, HTTP answers 429 + Retry-After), and
 // every byte is given back when it is spoken, cancelled or its socket closes.
 func TestTextBudget(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckLeaks(t)
 	s := newSpeakingServer(t, Config{TextBudget: 1000})
 
 	// A speak stream holds 400 bytes of unpunctuated text in its splitter.

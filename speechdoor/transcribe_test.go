@@ -18,12 +18,13 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 const sttSentence = "hˌaʊ kʊd aɪ nˈoʊ? ɪts ɐn ʌnˈænsɚɹəbəl kwˈɛstʃən."
 
 func TestTranscribeDoorFinalOnEnd(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
 	ready := c.next()
@@ -89,7 +90,7 @@ func TestTranscribeDoorFinalOnEnd(t *testing.T) {
 }
 
 func TestTranscribeDoorSegmentMax(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	h.transcribe.SegmentMax = 2 * time.Second
 	h.transcribe.PartialCadence = time.Hour // finals only
@@ -113,7 +114,7 @@ func TestTranscribeDoorSegmentMax(t *testing.T) {
 }
 
 func TestTranscribeDoorBadInputKeepsTheSession(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
 	c.next() // ready
@@ -150,7 +151,7 @@ func TestTranscribeDoorBadInputKeepsTheSession(t *testing.T) {
 }
 
 func TestTranscribeDoorAnswersPings(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
 	c.next()
@@ -162,7 +163,7 @@ func TestTranscribeDoorAnswersPings(t *testing.T) {
 }
 
 func TestTranscribeDoorSessionCap(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{MaxSessions: 1})
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
 	c.next()
@@ -200,7 +201,7 @@ func TestTranscribeDoorDrainSendsFinal(t *testing.T) {
 }
 
 func TestTranscribeDoorOrigins(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{Origins: door.MustOrigins("*.app.example")})
 	tests := map[string]struct {
 		origin string
@@ -249,7 +250,7 @@ func (c *sttClient) Ping() {
 // TestTranscribeDoorRefusesUnmaskedFrames speaks raw RFC 6455 so that it can send what no
 // conforming client library sends: an unmasked frame.
 func TestTranscribeDoorRefusesUnmaskedFrames(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
 	if err != nil {
@@ -334,7 +335,7 @@ func BenchmarkTranscribeDoorAddedLatency(b *testing.B) {
 // decoded and the final attempted. coder/websocket answers the client's close frame at once, so
 // the final cannot reach that client; a client that wants it sends {"type":"end"} first.
 func TestTranscribeDoorDecodesOnClientClose(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	h.transcribe.PartialCadence = time.Hour
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
@@ -393,7 +394,7 @@ func TestTranscribeDoorIncrementalMel(t *testing.T) {
 // A socket that stops sending is closed after the idle timeout (issue 18 item 8e: it was held
 // for ever), but not before the audio it sent is decoded and its final sent.
 func TestTranscribeDoorIdleCloses(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{SocketIdle: time.Second})
 	c := dialSTT(t, h.wsURL("/v1/transcribe"))
 	c.next() // ready

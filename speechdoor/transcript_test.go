@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/speechcore/squelch"
 )
 
@@ -51,7 +52,7 @@ func (c transcriptClient) open() string {
 // tones) in 250 ms pushes. Each ack bills what a squelch with the same settings admits; the
 // close answers the utterances, each decoded on its own, as the fixture Whisper reads them.
 func TestTranscriptPushesAndClose(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	speech := realSpeech(t)
@@ -143,7 +144,7 @@ func TestTranscriptPushesAndClose(t *testing.T) {
 }
 
 func TestTranscriptRefusals(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	h.transcripts.Limit = time.Second
 	c := transcriptClient{t: t, url: h.srv.URL}
@@ -180,7 +181,7 @@ func TestTranscriptRefusals(t *testing.T) {
 }
 
 func TestTranscriptIdleReaped(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	h.transcripts.Idle = time.Nanosecond
 	c := transcriptClient{t: t, url: h.srv.URL}
@@ -211,7 +212,7 @@ func TestQuietestCut(t *testing.T) {
 // Transcripts open at once are capped: each holds a squelch, a worker and its window, and all
 // come in under the service token (issue 18, the raw doors' hunt: they were unbounded).
 func TestTranscriptOpenCap(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	h.transcripts.MaxOpen = 2
 	c := transcriptClient{t: t, url: h.srv.URL}
@@ -231,7 +232,7 @@ func TestTranscriptOpenCap(t *testing.T) {
 // push is refused while 30 s of admitted audio waits uncommitted (it was unbounded up to the
 // 600 s limit: 38 MB a transcript).
 func TestTranscriptPushRefusedWhileBehind(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()
@@ -300,7 +301,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // push read its body (up to 4 MiB) and made its samples (8 MiB more) while it queued for the
 // transcript's lock.
 func TestTranscriptOnePushAtATime(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()
@@ -328,7 +329,7 @@ func TestTranscriptOnePushAtATime(t *testing.T) {
 // declared lengths whole, chunked bodies as they arrive; a push that does not fit is refused
 // transcript_pushes_full (429, Retry-After) and the budget comes back when a push is answered.
 func TestTranscriptPushBudget(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	const budget = transcriptReadStep + 4096
 	h.transcripts.PushBytes = budget
@@ -371,7 +372,7 @@ func TestTranscriptPushBudget(t *testing.T) {
 // A chunked push (no declared length) over 4 MiB is refused as a declared one is, by the bytes
 // read: frame_too_large, and the budget it took comes back.
 func TestTranscriptChunkedPushTooLarge(t *testing.T) {
-	checkNoLeaks(t)
+	testkit.CheckLeaks(t)
 	h := newHearingServer(t, Config{})
 	c := transcriptClient{t: t, url: h.srv.URL}
 	id := c.open()

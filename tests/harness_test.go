@@ -21,15 +21,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwt"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // What TestMain prepares once per test binary run.
@@ -338,22 +336,14 @@ func (s *server) do(method, path, contentType string, body io.Reader) (int, []by
 // jwt mints an HS256 principal token for sub (and org when not empty).
 func (s *server) jwt(sub, org string) string {
 	s.t.Helper()
-	b := jwt.NewBuilder().Expiration(time.Now().Add(10 * time.Minute)).IssuedAt(time.Now())
+	claims := map[string]any{"exp": time.Now().Add(10 * time.Minute), "iat": time.Now()}
 	if sub != "" {
-		b = b.Subject(sub)
+		claims["sub"] = sub
 	}
 	if org != "" {
-		b = b.Claim("org", org)
+		claims["org"] = org
 	}
-	tok, err := b.Build()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256, s.Secret))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return string(signed)
+	return testkit.JWT(s.t, s.Secret, claims)
 }
 
 // ---- logs ----
@@ -407,7 +397,7 @@ func (l *logSink) String() string {
 	return string(b)
 }
 
-// lines returns the log records whose msg is msg.
+// has reports whether the log holds substr.
 func (l *logSink) has(substr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -417,31 +407,19 @@ func (l *logSink) has(substr string) bool {
 // ---- leaks ----
 
 // checkLeaks records the goroutine count now and, at cleanup (after the servers' cleanups, which
-// were registered later and so run first), waits for it to come back down.
+// were registered later and so run first), waits for it to come back down and for the processes
+// the test started to exit.
 func checkLeaks(t testing.TB) {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n, kids := runtime.NumGoroutine(), childProcesses()
-			if n <= before && len(kids) == 0 {
-				return
+	testkit.Leaks{
+		Settle: http.DefaultClient.CloseIdleConnections,
+		Others: func() string {
+			if kids := childProcesses(); len(kids) > 0 {
+				return fmt.Sprintf("processes started by the test: %v", kids)
 			}
-			if len(kids) > 0 && time.Now().After(deadline) {
-				t.Errorf("processes started by the test still running: %v", kids)
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d before the test, %d after it:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond) // polling for exits to finish; not a synchronisation
-		}
-	})
+			return ""
+		},
+	}.Check(t)
 }
 
 // ---- TLS ----

@@ -1,18 +1,15 @@
 package tests
 
 import (
-	"encoding/base64"
-	"encoding/json"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/pion/webrtc/v4/pkg/media"
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/audio/opus"
+	"github.com/voiced/voiced/internal/realtimeclient"
 )
 
 // BenchmarkAnswerWebRTCvsWebSocket measures, on one fixture-mounted server, the same spoken turn
@@ -44,22 +41,19 @@ func BenchmarkAnswerWebRTCvsWebSocket(b *testing.B) {
 
 // wsAnswer speaks one turn on a new socket and returns speech end → first audio delta, in ms.
 func wsAnswer(b *testing.B, s *server, speech, silence []int16) float64 {
-	conn, _, err := websocket.Dial(ctxT(b, 30*time.Second), s.WSBase+"/v1/realtime?model=m", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + s.mintGA(b, s.jwt("bench-ws", "acme"))}}})
+	conn, err := realtimeclient.Dial(ctxT(b, 30*time.Second), s.WSBase+"/v1/realtime?model=m",
+		realtimeclient.Options{Bearer: s.mintGA(b, s.jwt("bench-ws", "acme"))})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(16 << 20)
 	first := make(chan time.Time, 1)
 	go func() {
 		for {
-			_, data, err := conn.Read(ctxT(b, 60*time.Second))
+			ev, err := conn.Next(ctxT(b, 60*time.Second))
 			if err != nil {
 				return
 			}
-			var ev struct{ Type string }
-			json.Unmarshal(data, &ev)
 			if ev.Type == "response.output_audio.delta" {
 				select {
 				case first <- time.Now():
@@ -75,9 +69,7 @@ func wsAnswer(b *testing.B, s *server, speech, silence []int16) float64 {
 	all := append(append([]int16(nil), speech...), silence...)
 	for at := 0; at+frame <= len(all); at += frame {
 		<-tick.C
-		msg, _ := json.Marshal(map[string]string{"type": "input_audio_buffer.append",
-			"audio": base64.StdEncoding.EncodeToString(audio.Int16ToBytes(all[at : at+frame]))})
-		if err := conn.Write(ctxT(b, 10*time.Second), websocket.MessageText, msg); err != nil {
+		if err := conn.Send(ctxT(b, 10*time.Second), realtimeclient.AppendEvent(audio.Int16ToBytes(all[at:at+frame]))); err != nil {
 			b.Fatal(err)
 		}
 		if at+frame >= len(speech) && end.IsZero() {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/realtimeclient"
 )
 
 // ---- real speech (Silero does not open on tones: SPEC §8) ----
@@ -179,21 +181,18 @@ var itemEvents = map[string]bool{
 // dialRealtime opens /v1/realtime with a bearer (ticket or JWT); beta adds OpenAI-Beta.
 func (s *server) dialRealtime(t testing.TB, bearer string, beta bool) *rtConn {
 	t.Helper()
-	h := http.Header{"Authorization": {"Bearer " + bearer}}
-	if beta {
-		h.Set("OpenAI-Beta", "realtime=v1")
-	}
-	conn, resp, err := websocket.Dial(ctxT(t, 30*time.Second), s.WSBase+"/v1/realtime?model=gpt-4o-realtime-preview", &websocket.DialOptions{
-		HTTPClient: s.Client, HTTPHeader: h, Subprotocols: []string{"realtime"},
+	conn, err := realtimeclient.Dial(ctxT(t, 30*time.Second), s.WSBase+"/v1/realtime?model=gpt-4o-realtime-preview", realtimeclient.Options{
+		Bearer: bearer, Beta: beta, HTTPClient: s.Client, Subprotocols: []string{"realtime"},
 	})
 	if err != nil {
 		status := 0
-		if resp != nil {
-			status = resp.StatusCode
+		var refused *realtimeclient.DialError
+		if errors.As(err, &refused) {
+			status = refused.StatusCode
 		}
 		t.Fatalf("dial /v1/realtime: %v (HTTP %d)\n%s", err, status, s.logs)
 	}
-	return newRTConn(t, conn, beta)
+	return newRTConn(t, conn.Conn, beta)
 }
 
 // newRTConn starts the checking reader on an open realtime socket; cleanup closes it and waits.

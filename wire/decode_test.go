@@ -12,6 +12,7 @@ import (
 
 // Client events as real clients send them (docs/realtime-protocol.md §1.2, §7, §8).
 func TestDecodeClientEvents(t *testing.T) {
+	t.Parallel()
 	pcm := []byte{0x01, 0x00, 0xff, 0x7f}
 	tests := []struct {
 		name    string
@@ -343,6 +344,7 @@ func TestDecodeClientEvents(t *testing.T) {
 
 // Every refusal is a *Error with the code, param and event_id a client matches on.
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		dialect Dialect
@@ -435,6 +437,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestRedecide(t *testing.T) {
+	t.Parallel()
 	decodeUpdate := func(t *testing.T, js string, d Dialect) *SessionUpdate {
 		t.Helper()
 		ev, err := Decode([]byte(js), d)
@@ -484,6 +487,7 @@ func TestRedecide(t *testing.T) {
 }
 
 func TestDialectFromHandshake(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		header http.Header
@@ -509,6 +513,7 @@ func TestDialectFromHandshake(t *testing.T) {
 // _getMergedSessionConfig run under Node 20: defaults; a voice and eager
 // semantic_vad; text only, G.711 μ-law, one tool).
 func TestDecodeAgentsJSSessionUpdates(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		json string
@@ -562,6 +567,7 @@ func TestDecodeAgentsJSSessionUpdates(t *testing.T) {
 // clients' audio is not read by encoding/json (nor charged to the session's byte budget); any
 // other escape is left to the general path. Both paths give the same event.
 func TestDecodeAppendEscapes(t *testing.T) {
+	t.Parallel()
 	pcm := make([]byte, 3000)
 	for i := range pcm {
 		pcm[i] = byte(i * 7)

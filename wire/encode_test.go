@@ -105,6 +105,7 @@ func encodeMap(t *testing.T, e *Encoder, ev ServerEvent) (map[string]any, []byte
 }
 
 func TestEncodeNamesAndEnvelope(t *testing.T) {
+	t.Parallel()
 	for _, d := range []Dialect{Beta, GA} {
 		e := NewEncoder(d)
 		seen := map[string]bool{}
@@ -135,6 +136,7 @@ func TestEncodeNamesAndEnvelope(t *testing.T) {
 // The beta names are what go-openai-realtime v0.6.1 (a beta client) reads:
 // every beta event must pass its UnmarshalServerEvent, keeping its values.
 func TestBetaEventsParseWithGoOpenAIRealtime(t *testing.T) {
+	t.Parallel()
 	e := NewEncoder(Beta)
 	notInV061 := map[string]bool{"conversation.item.retrieved": true, "output_audio_buffer.cleared": true,
 		"output_audio_buffer.started": true, "output_audio_buffer.stopped": true} // WebRTC only: never on its socket
@@ -162,6 +164,7 @@ func TestBetaEventsParseWithGoOpenAIRealtime(t *testing.T) {
 }
 
 func TestBetaValuesSurviveGoOpenAIRealtime(t *testing.T) {
+	t.Parallel()
 	e := NewEncoder(Beta)
 	_, b := encodeMap(t, e, SessionUpdated{testSession()})
 	ev, err := openairt.UnmarshalServerEvent(b)
@@ -207,6 +210,7 @@ func TestBetaValuesSurviveGoOpenAIRealtime(t *testing.T) {
 // GA events carry every field openai-python's GA models require (agents-python
 // drops an event that lacks one).
 func TestGAEventsCarryRequiredFields(t *testing.T) {
+	t.Parallel()
 	e := NewEncoder(GA)
 	itemRequired := map[string][]string{
 		"message":              {"type", "role", "content"},
@@ -271,6 +275,7 @@ var eventIDField = regexp.MustCompile(`"event_id":"event_[^"]+"`)
 // Exact JSON for the rules clients break on: [] / "" / null, part types,
 // tool_choice, interrupt_response.
 func TestGoldenJSON(t *testing.T) {
+	t.Parallel()
 	text := Item{ID: "item_T", Type: ItemMessage, Status: ItemCompleted, Role: RoleAssistant, Content: []ContentPart{{Type: OutputText, Text: "Hi."}}}
 	transcribed := userAudio
 	transcribed.Content = []ContentPart{{Type: InputAudio, Transcript: new("hello")}}
@@ -358,6 +363,7 @@ func TestGoldenJSON(t *testing.T) {
 }
 
 func TestEncoderSwitchesDialect(t *testing.T) {
+	t.Parallel()
 	e := NewEncoder(Beta)
 	b1, _ := e.Encode(ResponseAudioDone{ref})
 	e.SetDialect(GA)
@@ -368,6 +374,7 @@ func TestEncoderSwitchesDialect(t *testing.T) {
 }
 
 func TestTurnDetectionJSON(t *testing.T) {
+	t.Parallel()
 	idle := DefaultTurnDetection(TurnServerVAD)
 	idle.IdleTimeoutMs = 5000
 	tests := []struct {
@@ -395,6 +402,7 @@ func TestTurnDetectionJSON(t *testing.T) {
 
 // The read loop may switch the dialect while the writer encodes (run with -race).
 func TestEncoderConcurrentDialectSwitch(t *testing.T) {
+	t.Parallel()
 	e := NewEncoder(Beta)
 	done := make(chan struct{})
 	go func() {

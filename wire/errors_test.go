@@ -4,6 +4,7 @@ import "testing"
 
 // The session's refusals carry the codes and texts of docs/realtime-protocol.md §9.
 func TestSessionRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		err           *Error
@@ -32,6 +33,7 @@ func TestSessionRefusals(t *testing.T) {
 }
 
 func TestAudioFormat(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		f          AudioFormat
 		name       string

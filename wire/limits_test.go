@@ -11,6 +11,7 @@ import (
 // TestDecodeBounds: every field the session keeps past the event is bounded at decode, refused by
 // name (code, param), and the bound itself is accepted.
 func TestDecodeBounds(t *testing.T) {
+	t.Parallel()
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	long := func(n int) string { return strings.Repeat("x", n) }
 	tools := func(n int, name, desc string) string {
@@ -142,6 +143,7 @@ func TestDecodeBounds(t *testing.T) {
 // TestDecodeMetadataTypes: a response.metadata that is not an object of strings is named by what
 // was got (issue 18 8i: it read "expected an object, but got an object").
 func TestDecodeMetadataTypes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		metadata, param, message string
 	}{

@@ -16,6 +16,7 @@ func mustUpdate(t *testing.T, js string, d Dialect) *SessionUpdate {
 }
 
 func TestSessionApply(t *testing.T) {
+	t.Parallel()
 	base := NewSession("sess_1", "gpt-realtime")
 	base.Instructions = "Be kind."
 	base.Transcription = &Transcription{Model: "whisper-1"}
@@ -75,6 +76,7 @@ func TestSessionApply(t *testing.T) {
 }
 
 func TestSessionApplyRefusesWhole(t *testing.T) {
+	t.Parallel()
 	s := NewSession("sess_1", "m")
 	before := s
 	tests := []struct {
@@ -98,6 +100,7 @@ func TestSessionApplyRefusesWhole(t *testing.T) {
 }
 
 func TestForResponse(t *testing.T) {
+	t.Parallel()
 	s := NewSession("sess_1", "m")
 	s.Instructions = "session"
 	ev, err := Decode([]byte(`{"type":"response.create","response":{"instructions":"once","modalities":["text"],"voice":"echo"}}`), Beta)
@@ -119,6 +122,7 @@ func TestForResponse(t *testing.T) {
 
 // The HTTP ephemeral-key bodies carry bare session objects.
 func TestDecodeSession(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		d    Dialect

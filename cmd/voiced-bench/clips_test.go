@@ -24,6 +24,7 @@ func cat(parts ...[]float32) []float32 {
 }
 
 func TestSplitUtterances(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		pcm      []float32
 		wantEnds []int // end of speech, in samples of each utterance
@@ -54,6 +55,7 @@ func TestSplitUtterances(t *testing.T) {
 }
 
 func TestRealSpeechSplits(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("VOICED_SILERO_TESTFILES")
 	if dir == "" {
 		t.Skip("VOICED_SILERO_TESTFILES is not set (eval \"$(make -s env)\"): no real speech to split")

@@ -6,6 +6,7 @@ import (
 )
 
 func TestLayTones(t *testing.T) {
+	t.Parallel()
 	speech := func(lead, n int, amp float32) utterance {
 		pcm := make([]float32, lead+n)
 		for i := lead; i < len(pcm); i++ {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,7 @@ import (
 )
 
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	hundred := make([]float64, 100)
 	for i := range hundred {
 		hundred[i] = float64(100 - i) // 100..1, reversed: Summarize must sort
@@ -53,6 +55,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestSummarizeRefusesNaN(t *testing.T) {
+	t.Parallel()
 	if _, err := Summarize([]float64{1, math.NaN(), 3}); err == nil {
 		t.Fatal("a NaN sample was summarized")
 	}
@@ -61,6 +64,7 @@ func TestSummarizeRefusesNaN(t *testing.T) {
 // TestPercentileAgainstDefinition checks nearest rank on random data against its definition:
 // the smallest sample with at least p% of the samples at or below it.
 func TestPercentileAgainstDefinition(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
 		n := 1 + r.IntN(300)
@@ -92,6 +96,7 @@ func TestPercentileAgainstDefinition(t *testing.T) {
 }
 
 func TestSeriesConcurrent(t *testing.T) {
+	t.Parallel()
 	var s Series
 	done := make(chan struct{})
 	for g := range 8 {
@@ -115,6 +120,7 @@ func TestSeriesConcurrent(t *testing.T) {
 }
 
 func TestParseHistograms(t *testing.T) {
+	t.Parallel()
 	text := `# HELP voiced_turn_wait_seconds Turn wait.
 # TYPE voiced_turn_wait_seconds histogram
 voiced_turn_wait_seconds_bucket{le="0.5"} 1
@@ -151,6 +157,7 @@ voiced_pass_seconds_count{model="whisper"} 5
 }
 
 func TestLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	tests := map[string]bool{
 		"http://127.0.0.1:8200":    true,
 		"https://127.0.0.2:1":      true,
@@ -169,5 +176,26 @@ func TestLoopbackOnly(t *testing.T) {
 				t.Fatalf("loopbackURL(%q) err = %v, want ok=%v", raw, err, ok)
 			}
 		})
+	}
+}
+
+func TestGaugeValues(t *testing.T) {
+	t.Parallel()
+	text := `# TYPE go_goroutines gauge
+go_goroutines 42
+# TYPE process_open_fds gauge
+process_open_fds 9
+# TYPE voiced_whisper_queue_depth gauge
+voiced_whisper_queue_depth{model="whisper"} 3
+# TYPE voiced_heard_seconds_total counter
+voiced_heard_seconds_total 12.5
+`
+	got, err := gaugeValues(strings.NewReader(text), "go_goroutines", "voiced_heard_seconds_total", "voiced_whisper_queue_depth", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"go_goroutines": 42, "voiced_heard_seconds_total": 12.5}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v (labelled and absent series left out)", got, want)
 	}
 }

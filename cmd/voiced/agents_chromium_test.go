@@ -17,10 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwt"
-
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // agentsDir is tests/agents: the npm packages of the Agents SDK test (`make node-deps` installs them).
@@ -94,14 +92,7 @@ func TestAgentsSDKWebRTCInChromium(t *testing.T) {
 		t.Fatal("the page and voiced share an origin: the test would not cross origins")
 	}
 
-	tok, err := jwt.NewBuilder().Subject("agents-sdk-tester").Expiration(time.Now().Add(10 * time.Minute)).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256, secret))
-	if err != nil {
-		t.Fatal(err)
-	}
+	signed := testkit.JWT(t, secret, map[string]any{"sub": "agents-sdk-tester", "exp": time.Now().Add(10 * time.Minute)})
 
 	// The app's backend: GET /ek mints an ephemeral key from voiced, as the Agents SDK's docs
 	// have a server do, and hands the page its value.

@@ -22,10 +22,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -48,14 +47,7 @@ func TestPageInChromium(t *testing.T) {
 		"--speech-assets", mount, "--jwt-secret-file", secretFile, "--mind", "echo")
 	base := "http://" + srv.addr
 
-	tok, err := jwt.NewBuilder().Subject("page-tester").Expiration(time.Now().Add(10 * time.Minute)).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256, secret))
-	if err != nil {
-		t.Fatal(err)
-	}
+	signed := testkit.JWT(t, secret, map[string]any{"sub": "page-tester", "exp": time.Now().Add(10 * time.Minute)})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

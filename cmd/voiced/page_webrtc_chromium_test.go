@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwt"
-
 	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/testkit"
 )
 
 // TestPageWebRTCInChromium holds a spoken turn through the page over WebRTC (its default
@@ -38,14 +37,7 @@ func TestPageWebRTCInChromium(t *testing.T) {
 		"--speech-assets", mount, "--jwt-secret-file", secretFile, "--mind", "echo")
 	base := "http://" + srv.addr
 
-	tok, err := jwt.NewBuilder().Subject("page-webrtc-tester").Expiration(time.Now().Add(10 * time.Minute)).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256, secret))
-	if err != nil {
-		t.Fatal(err)
-	}
+	signed := testkit.JWT(t, secret, map[string]any{"sub": "page-webrtc-tester", "exp": time.Now().Add(10 * time.Minute)})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+
+	"github.com/voiced/voiced/internal/realtimeclient"
+)
+
+// The converse bench's phases after the latency conversation's own: memory per idle
+// conversation, the latency summary, the concurrency ramp.
+
+// idleMemory opens k conversations that say nothing and reads the server's resident bytes
+// (and, from /metrics, its goroutines and Go heap in use) before and after.
+func (b *converseBench) idleMemory(ctx context.Context, r *Report, k, pid int) error {
+	gaugeNames := []string{"go_goroutines", "go_memstats_heap_inuse_bytes"}
+	before, err := b.rssSettled(ctx, pid)
+	if err != nil {
+		return err
+	}
+	gBefore, gErr := b.gauges(ctx, gaugeNames...)
+	var conns []*realtimeclient.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close(websocket.StatusNormalClosure, "")
+		}
+	}()
+	for i := range k {
+		conn, err := b.open(ctx)
+		if err != nil {
+			if i == 0 {
+				return err
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("idle: only %d conversations opened (%v)", i, err))
+			break
+		}
+		conns = append(conns, conn)
+		if err := b.configure(ctx, conn); err != nil {
+			return err
+		}
+	}
+	after, err := b.rssSettled(ctx, pid)
+	if err != nil {
+		return err
+	}
+	src := "/v1/speech/health processResidentBytes"
+	if pid > 0 {
+		src = fmt.Sprintf("/proc/%d/status VmRSS", pid)
+	}
+	n := float64(len(conns))
+	r.Values["idle conversations open"] = n
+	r.Values["idle: server resident MiB before"] = float64(before) / (1 << 20)
+	r.Values["idle: server resident MiB with them"] = float64(after) / (1 << 20)
+	if n > 0 {
+		r.Values["idle: resident KiB per conversation"] = float64(after-before) / n / 1024
+		if gAfter, err := b.gauges(ctx, gaugeNames...); gErr == nil && err == nil {
+			if a, ok := gAfter["go_goroutines"]; ok {
+				r.Values["idle: goroutines per conversation"] = (a - gBefore["go_goroutines"]) / n
+			}
+			if a, ok := gAfter["go_memstats_heap_inuse_bytes"]; ok {
+				r.Values["idle: Go heap in use KiB per conversation"] = (a - gBefore["go_memstats_heap_inuse_bytes"]) / n / 1024
+			}
+		}
+	}
+	r.Notes = append(r.Notes, "idle: resident bytes from "+src+", median of 5 reads 200 ms apart, measured first (before any turn); Go keeps freed heap mapped, so the RSS delta is noisy at this size — the heap and goroutine deltas come from /metrics")
+	return nil
+}
+
+// latency summarises one conversation's turns into r.
+func (b *converseBench) latency(ctx context.Context, r *Report, results []turnResult, calibrate bool) error {
+	total := &Series{Name: "answer: speaker stops → first audio delta", Unit: "ms",
+		Note: "from when the append holding the last speech sample was sent (true end found by frame energy, 20 ms bound)"}
+	turnWait := &Series{Name: "  turn wait (speech_stopped arrives)", Unit: "ms", Note: "true end of speech → speech_stopped received (silence_duration_ms is most of it)"}
+	turnAudio := &Series{Name: "  speech_stopped audio_end_ms − true end", Unit: "ms", Note: "where the server put the end, on the audio clock; OpenAI's audio_end_ms includes silence_duration_ms"}
+	decode := &Series{Name: "  final decode (→ transcription.completed)", Unit: "ms", Note: "speech_stopped → input transcription completed: commit, resample, Whisper"}
+	mindFirst := &Series{Name: "  mind first sentence (→ transcript delta)", Unit: "ms",
+		Note: "transcription.completed → first response.audio_transcript.delta: the mind's tokens up to the first sentence end (echo mind: no model), the chunker"}
+	synth := &Series{Name: "  first audio frame (→ audio delta)", Unit: "ms", Note: "first transcript delta → first audio delta: Kokoro on the first sentence, encode, send"}
+	overhead := &Series{Name: "  own overhead (estimate)", Unit: "ms",
+		Note: "answer − turn wait − the clip's Whisper decodeMs (/v1/transcribe final) − the first sentence's firstFrameMs (/v1/synthesize), both timed alone on the same server"}
+	doneS := &Series{Name: "speaker stops → response.done", Unit: "ms"}
+	var whisperMs map[string]float64
+	var kokoroMs map[string]float64
+	if calibrate && len(results) > 0 {
+		whisperMs, kokoroMs = b.calibrate(ctx, results)
+	}
+	early := 0
+	for _, t := range results {
+		if t.firstAudio.IsZero() || t.stopped.IsZero() {
+			continue
+		}
+		if t.early {
+			early++ // the server ended the turn inside the utterance: the split is not this turn's
+			continue
+		}
+		ans := t.firstAudio.Sub(t.stop)
+		total.AddDuration(ans)
+		turnWait.AddDuration(t.stopped.Sub(t.stop))
+		turnAudio.Add(float64(t.stopAudioEndMs - t.trueEndMs))
+		if !t.transcribed.IsZero() {
+			decode.AddDuration(t.transcribed.Sub(t.stopped))
+			if !t.firstText.IsZero() {
+				mindFirst.AddDuration(t.firstText.Sub(t.transcribed))
+			}
+		}
+		if !t.firstText.IsZero() {
+			synth.AddDuration(t.firstAudio.Sub(t.firstText))
+		}
+		if !t.done.IsZero() {
+			doneS.AddDuration(t.done.Sub(t.stop))
+		}
+		w, okW := whisperMs[t.utt.name]
+		k, okK := kokoroMs[t.firstSentence]
+		if okW && okK {
+			overhead.Add(ms(ans) - ms(t.stopped.Sub(t.stop)) - w - k)
+		}
+	}
+	if early > 0 {
+		r.Values["turns ended early by the server (excluded)"] = float64(early)
+	}
+	r.Values["turns answered"] = float64(total.N())
+	r.Values["turns tried"] = float64(len(results))
+	return r.add(total, turnWait, turnAudio, decode, mindFirst, synth, overhead, doneS)
+}
+
+// baseP95 is the latency phase's answer p95 (its many turns make a steadier baseline than the
+// ramp's first level); -1 when it has none.
+func baseP95(r *Report) float64 {
+	for _, m := range r.Metrics {
+		if strings.HasPrefix(m.Name, "answer:") && m.N > 0 {
+			return m.P95
+		}
+	}
+	return -1
+}
+
+// ramp raises the number of concurrent conversations until the answer latency p95 doubles
+// against base (the single-conversation p95; the first level's when base < 0).
+func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int, base float64) {
+	best := 0
+	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
+		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
+		after := &Series{Name: fmt.Sprintf("  after speech_stopped, %d concurrent", conc), Unit: "ms"}
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		for range conc {
+			wg.Go(func() {
+				res, err := b.conversation(ctx, turns)
+				if err != nil {
+					if strings.Contains(err.Error(), "429") {
+						refused.Add(1)
+					} else {
+						b.errors.add(fmt.Sprintf("ramp %d", conc), err)
+					}
+				}
+				for _, t := range res {
+					if !t.firstAudio.IsZero() && !t.stopped.IsZero() && !t.early {
+						s.AddDuration(t.firstAudio.Sub(t.stop))
+						after.AddDuration(t.firstAudio.Sub(t.stopped))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		r.add(s, after)
+		if n := refused.Load(); n > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("at %d concurrent the server refused %d conversations (429: --max-conversations / --max-per-tenant): the ramp stops there", conc, n))
+			break
+		}
+		sum, _ := Summarize(s.Samples())
+		if sum.N == 0 {
+			break
+		}
+		if base < 0 {
+			base = sum.P95
+		}
+		if sum.P95 >= 2*base {
+			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 doubled at %d concurrent (%.0f ms vs %.0f ms alone, the latency phase's p95)", conc, sum.P95, base))
+			break
+		}
+		best = conc
+		if conc*2 > maxConc {
+			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 had not doubled at %d concurrent, the most tried: the capacity is at least that", conc))
+		}
+	}
+	r.Values["conversations before answer p95 doubles (max tried that held)"] = float64(best)
+	r.Values["  per core of this machine (bench client on the same cores)"] = float64(best) / float64(runtime.NumCPU())
+}
