@@ -142,6 +142,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 		c.media = t.Media()
 	}
 	c.dialect = d
+	c.input.track = c.media.TrackInput
 	c.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.out = make(chan frame, outQueue)
 	c.meterKick = make(chan struct{}, 1)
@@ -258,7 +259,7 @@ func (c *conversation) receive(in Inbound) {
 		}
 		c.send(in.Refused)
 	case in.Audio != nil:
-		c.trackAudio(in.Audio, in.AudioRate)
+		c.trackAudio(in.Audio)
 	default:
 		if ev, ok := wire.DecodeAppend(in.Event); ok {
 			c.handle(ev)

@@ -130,7 +130,7 @@ func TestOneVADPassPerConversation(t *testing.T) {
 	tr.until("session.updated")
 	const frames = 60 // 20 ms each at 24 kHz: 400 ms of speech, then 800 ms of silence
 	for i := range frames {
-		tr.in <- Inbound{Audio: tone24(20, i < 20), AudioRate: 24000}
+		tr.in <- Inbound{Audio: tone16(20, i < 20)}
 	}
 	evs := tr.until("response.done")
 	for _, want := range []string{"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "response.created"} {

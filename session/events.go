@@ -123,18 +123,26 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 	c.hear(e.Audio, e.ClientEventID())
 }
 
-// trackAudio takes input audio from a track (Media.TrackInput): rendered in the session's input
-// format, it takes the same path as an append's.
-func (c *conversation) trackAudio(pcm []int16, rate int) {
-	raw, err := c.input.fromTrack(pcm, rate)
-	if err != nil {
-		c.sendError(err)
+// trackAudio takes input audio from a track (Media.TrackInput), already at 16 kHz: it joins the
+// input pipeline after the decode step, hearStep at a time (see hear).
+func (c *conversation) trackAudio(pcm []float32) {
+	c.armIdle()
+	if c.detector == nil && !c.input.fitsSamples(len(pcm)) {
+		c.bufferFull("")
 		return
 	}
-	c.hear(raw, "")
+	step := hearRate * hearStep / 1000
+	for len(pcm) > 0 && !c.closed.Load() {
+		n := min(len(pcm), step)
+		c.input.appendSamples(pcm[:n])
+		if !c.heard(pcm[:n]) {
+			return
+		}
+		pcm = pcm[n:]
+	}
 }
 
-// hear runs one run of input audio (in the session's input format) through the input pipeline,
+// hear runs one run of appended audio (in the session's input format) through the input pipeline,
 // hearStep at a time. Without turn detection audio that would take the buffer past
 // maxInputAudio is refused whole (bufferFull); under a detector a turn still held at that bound
 // is ended there (endHeldTurn).
@@ -167,6 +175,12 @@ func (c *conversation) hearPiece(raw []byte, eventID string) bool {
 		c.send(wire.ErrInvalidValue("audio", eventID, "Invalid 'audio': %v", err))
 		return false
 	}
+	return c.heard(pcm)
+}
+
+// heard runs one step of input audio, decoded and buffered at 16 kHz, through the rest of the
+// pipeline (see hearPiece).
+func (c *conversation) heard(pcm []float32) bool {
 	events := c.detectTurns(pcm)
 	if !c.bill(c.squelched(pcm)) {
 		return false

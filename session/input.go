@@ -68,26 +68,11 @@ type inputBuffer struct {
 	// refusedFull: track audio past maxInputAudio was refused once (input_audio_buffer_full);
 	// track audio is dropped without another refusal until a commit or clear makes room.
 	refusedFull bool
-	// track converts track audio (Media.TrackInput) from trackRate to the format's rate.
-	track     *audio.Resampler
-	trackRate int
-	trackTo   int
-}
-
-// fromTrack renders track audio (PCM16 at rate) in the session's input format, so that it takes
-// the path an append's audio takes.
-func (b *inputBuffer) fromTrack(pcm []int16, rate int) ([]byte, error) {
-	if rate != b.rate {
-		if b.track == nil || b.trackRate != rate || b.trackTo != b.rate {
-			r, err := audio.NewResampler(rate, b.rate)
-			if err != nil {
-				return nil, fmt.Errorf("track resampler: %w", err)
-			}
-			b.track, b.trackRate, b.trackTo = r, rate, b.rate
-		}
-		pcm = audio.Float32ToInt16(b.track.Process(audio.Int16ToFloat32(pcm)))
-	}
-	return codecOf(b.format).Encode(pcm), nil
+	// track: input audio arrives from a track (Media.TrackInput) as 16 kHz samples, not as bytes
+	// in the input format: it joins the buffer after the decode step (appendSamples), raw stays
+	// empty, the buffer is measured by pcm, and a turn's audio is rendered in the input format
+	// only for the copy its item keeps (rendered).
+	track bool
 }
 
 func (b *inputBuffer) setFormat(f wire.AudioFormat) error {
@@ -123,11 +108,43 @@ func (b *inputBuffer) append(data []byte) ([]float32, error) {
 	return pcm, nil
 }
 
-// bufferedMs is how much audio is waiting, by the client's own bytes.
-func (b *inputBuffer) bufferedMs() float64 { return b.format.Millis(len(b.raw)) }
+// appendSamples adds track audio, already at 16 kHz: the recogniser hears the track's own
+// samples, never the session's wire encoding of them.
+func (b *inputBuffer) appendSamples(pcm []float32) {
+	if len(b.pcm) == 0 {
+		b.start = b.timeline
+	}
+	b.pcm = append(b.pcm, pcm...)
+	b.timeline += int64(len(pcm))
+}
+
+// bufferedMs is how much audio is waiting, by the client's own bytes (by the samples, for track
+// audio).
+func (b *inputBuffer) bufferedMs() float64 {
+	if b.track {
+		return samplesMs(len(b.pcm))
+	}
+	return b.format.Millis(len(b.raw))
+}
 
 // fits says whether n more bytes of the input format keep the buffer within maxInputAudio.
 func (b *inputBuffer) fits(n int) bool { return b.format.Millis(len(b.raw)+n) <= maxInputAudio }
+
+// fitsSamples says whether n more 16 kHz samples of track audio keep the buffer within
+// maxInputAudio.
+func (b *inputBuffer) fitsSamples(n int) bool { return samplesMs(len(b.pcm)+n) <= maxInputAudio }
+
+// samplesMs is n 16 kHz samples in milliseconds.
+func samplesMs(n int) float64 { return float64(n) * 1000 / hearRate }
+
+// rendered is the raw audio a turn's item keeps for retrieve: raw as the client sent it, or, for
+// track audio, pcm rendered in the input format.
+func (b *inputBuffer) rendered(raw []byte, pcm []float32) []byte {
+	if !b.track || len(pcm) == 0 {
+		return raw
+	}
+	return codecOf(b.format).Encode(audio.Float32ToInt16(audio.Resample(pcm, hearRate, b.rate)))
+}
 
 // stepBytes is hearStep of the input format, in bytes (whole samples).
 func (b *inputBuffer) stepBytes() int { return b.rate * hearStep / 1000 * b.format.BytesPerSample() }
@@ -138,11 +155,17 @@ func (b *inputBuffer) takeAll() ([]byte, []float32) {
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
 	b.refusedFull = false
-	return raw, pcm
+	return b.rendered(raw, pcm), pcm
 }
 
 // takeSpan returns the audio between timeline samples from and to and keeps what follows to.
 func (b *inputBuffer) takeSpan(from, to int64) ([]byte, []float32) {
+	raw, pcm := b.cut(from, to)
+	return b.rendered(raw, pcm), pcm
+}
+
+// cut drops the audio before to, returning that between from and to.
+func (b *inputBuffer) cut(from, to int64) ([]byte, []float32) {
 	n := int64(len(b.pcm))
 	lo := min(max(from-b.start, 0), n)
 	hi := min(max(to-b.start, lo), n)
@@ -172,7 +195,7 @@ func (b *inputBuffer) trimQuiet() {
 	if int64(len(b.pcm)) <= 2*keepBetweenTurns {
 		return
 	}
-	b.takeSpan(b.start, b.timeline-keepBetweenTurns)
+	b.cut(b.start, b.timeline-keepBetweenTurns)
 }
 
 // clear drops the buffer.
