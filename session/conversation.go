@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -70,8 +71,8 @@ type inputSide struct {
 	sessionSeen bool // a session.update decided the dialect
 	sess        wire.Session
 	input       inputBuffer
-	detector    TurnDetector // nil without turn detection
-	detectBase  int64        // timeline sample (16 kHz) of the detector's first push
+	detector    turn.Detector // nil without turn detection
+	detectBase  int64         // timeline sample (16 kHz) of the detector's first feed: its positions count from here
 	squelch     Squelch
 	speechItem  string // the user item named by speech_started, until committed
 	partials    partials
@@ -362,7 +363,7 @@ func (c *conversation) configure() error {
 		c.squelch = q
 	}
 	if c.sess.TurnDetection.Type != wire.TurnNone {
-		var f TurnDetector
+		var f turn.Detector
 		var err error
 		if shared, ok := c.squelch.(SharedSquelch); ok && c.engines.NewTurnDetectorOn != nil {
 			f, err = c.engines.NewTurnDetectorOn(c.sess.TurnDetection, c.partials.Partial, shared)
@@ -434,7 +435,7 @@ type partials struct {
 	busy    atomic.Int32 // decode workers running
 	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
 	decoded int          // samples of the turn the last decode started with (input goroutine)
-	// paused: the speaker paused (HintPaused) and no decode has started since: the next
+	// paused: the speaker paused (turn.Paused) and no decode has started since: the next
 	// maybeDecode decodes whatever audio came since the last, not waiting for the cadence
 	// (input goroutine).
 	paused bool

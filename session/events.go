@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -222,17 +223,18 @@ func (c *conversation) bufferFull(eventID string) {
 // reply with create_response). The detector starts afresh, so speech that goes on is a new turn.
 func (c *conversation) endHeldTurn() {
 	c.log.Info("a turn held to the input buffer's bound was ended there", "bound_ms", maxInputAudio)
-	c.turnEvent(TurnEvent{Stopped: true, Sample: c.input.timeline - c.detectBase})
+	c.turnEvent(turn.SpeechStopped{End: c.input.timeline - c.detectBase})
 	c.detector.Reset()
 	c.partials.reset()
 }
 
-// detectTurns feeds the turn detector (when there is one) and returns the turns it found.
-func (c *conversation) detectTurns(pcm []float32) []TurnEvent {
+// detectTurns feeds the turn detector (when there is one) pcm, the audio just buffered, and
+// returns the turns it found; its positions count from detectBase.
+func (c *conversation) detectTurns(pcm []float32) []turn.Event {
 	if c.detector == nil {
 		return nil
 	}
-	events, err := c.detector.Push(pcm)
+	events, err := c.detector.Feed(pcm, c.input.timeline-int64(len(pcm))-c.detectBase)
 	if err != nil {
 		c.sendError(fmt.Errorf("turn detection: %w", err))
 	}
@@ -265,53 +267,71 @@ func (c *conversation) bill(heard int) bool {
 
 // turnEvent acts on one turn the detector found: the user took the floor (speech_started; a
 // reply in progress is cut when the session says so) or yielded it (speech_stopped, the turn's
-// audio committed, a reply started when the session says so).
-func (c *conversation) turnEvent(te TurnEvent) {
-	at := max(c.detectBase+te.Sample, 0) // on the session's timeline
-	switch {
-	case te.Hint == HintEndLikely && c.speechItem != "":
-		c.speculate(te.Transcript)
-	case te.Hint == HintEndUnlikely:
+// audio committed, a reply started when the session says so); or on a hint about the turn held
+// (semantic_vad: speculate on it, drop the speculation, decode the partial at a pause).
+func (c *conversation) turnEvent(ev turn.Event) {
+	switch ev := ev.(type) {
+	case turn.EndLikely:
+		if c.speechItem != "" {
+			c.speculate(ev.Transcript)
+		}
+	case turn.EndUnlikely:
 		c.dropSpeculation() // the speaker goes on
-	case te.Hint == HintPaused && c.speechItem != "":
-		c.partials.paused = true // hear decodes the turn so far below, whatever the cadence
-	case te.Hint != HintNone:
-	case !te.Stopped && c.speechItem == "":
-		c.speechItem = wire.NewID("item_")
-		c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
-		c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
-		if c.sess.TurnDetection.InterruptResponse {
-			c.cancelReply("", errTurnDetected)
-			c.clearPlayback(false)
+	case turn.Paused:
+		if c.speechItem != "" {
+			c.partials.paused = true // hear decodes the turn so far below, whatever the cadence
 		}
-		c.input.speechStart = at
-		c.idleArmed = false
-		c.partials.reset()
-		c.dropSpeculation()
-	case te.Stopped && c.speechItem != "":
-		end := min(at, c.input.timeline)
-		c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
-		turnEnd := time.Now()
-		if te.SpeechEnd > 0 {
-			// The audio after the last speech that had to arrive before the turn was decided.
-			wait := time.Duration(c.input.timeline-(c.detectBase+te.SpeechEnd)) * time.Second / hearRate
-			c.srv.metrics.turnWait.Observe(wait.Seconds())
-			turnEnd = turnEnd.Add(-wait)
+	case turn.SpeechStarted:
+		if c.speechItem == "" {
+			c.speechStarted(max(c.detectBase+ev.Start, 0))
 		}
-		if c.sess.TurnDetection.CreateResponse {
-			c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
+	case turn.SpeechStopped:
+		if c.speechItem != "" {
+			c.speechStopped(max(c.detectBase+ev.End, 0), ev.SpeechEnd)
 		}
-		raw, span := c.input.takeSpan(c.input.speechStart, end)
-		c.commit(c.takeSpeechItem(), raw, span)
-		spec := c.takeSpeculation()
-		if !c.sess.TurnDetection.CreateResponse {
-			spec.drop()
-			return
-		}
-		// The reply decides on the speculation once the final transcript is in.
-		if err := c.startReplyOn(wire.ResponseParams{}, "", spec); err != nil {
-			c.send(err)
-		}
+	}
+}
+
+// speechStarted: the user took the floor at timeline sample at.
+func (c *conversation) speechStarted(at int64) {
+	c.speechItem = wire.NewID("item_")
+	c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
+	c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
+	if c.sess.TurnDetection.InterruptResponse {
+		c.cancelReply("", errTurnDetected)
+		c.clearPlayback(false)
+	}
+	c.input.speechStart = at
+	c.idleArmed = false
+	c.partials.reset()
+	c.dropSpeculation()
+}
+
+// speechStopped: the user yielded the floor at timeline sample at; speechEnd is where their last
+// speech ended on the detector's clock (0: not said).
+func (c *conversation) speechStopped(at, speechEnd int64) {
+	end := min(at, c.input.timeline)
+	c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
+	turnEnd := time.Now()
+	if speechEnd > 0 {
+		// The audio after the last speech that had to arrive before the turn was decided.
+		wait := time.Duration(c.input.timeline-(c.detectBase+speechEnd)) * time.Second / hearRate
+		c.srv.metrics.turnWait.Observe(wait.Seconds())
+		turnEnd = turnEnd.Add(-wait)
+	}
+	if c.sess.TurnDetection.CreateResponse {
+		c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
+	}
+	raw, span := c.input.takeSpan(c.input.speechStart, end)
+	c.commit(c.takeSpeechItem(), raw, span)
+	spec := c.takeSpeculation()
+	if !c.sess.TurnDetection.CreateResponse {
+		spec.drop()
+		return
+	}
+	// The reply decides on the speculation once the final transcript is in.
+	if err := c.startReplyOn(wire.ResponseParams{}, "", spec); err != nil {
+		c.send(err)
 	}
 }
 
