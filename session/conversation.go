@@ -30,8 +30,9 @@ var (
 //     (buffer, turn detector, squelch), the turn in progress.
 //   - outbox: the queue to the writer goroutine (writeLoop), the only caller of Transport.Send
 //     and Transport.Close while it runs; its methods are safe from any goroutine.
-//   - shared: under shared.mu: the items, the replies running, the idle timer, playback.
 //   - usage: atomics: seconds heard and spoken for the meter, the quota left, the answer clock.
+//   - hist: the items and the reply audio playing, under history's own lock (items.go).
+//   - replies: the responses running and the idle timer, under their own lock (reply.go).
 //
 // Goroutines: run (input) starts the writer and the meter loop (and the drain watcher), and
 // workers (transcriptions, partial decodes, replies) on work; on return it cancels ctx and waits
@@ -40,8 +41,9 @@ type conversation struct {
 	fixed
 	inputSide
 	outbox
-	shared
 	usage
+	hist    history // the items (and the audio playing): its own lock
+	replies replies // the responses running, and the idle timer: its own lock
 }
 
 // fixed: set once by newConversation, read by every goroutine.
@@ -84,20 +86,6 @@ type inputSide struct {
 	idleFrom  int64
 	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
 	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
-}
-
-// shared is what workers and the input goroutine share, under mu.
-type shared struct {
-	mu        sync.Mutex
-	items     []*entry
-	byID      map[string]*entry // items by id (ids are unique: item.create refuses a taken one)
-	active    *reply
-	outOfBand map[string]*reply // running out-of-band responses by id
-	held      int               // bytes the items keep (Config.ConversationBytes), and running responses' input
-	idle      *time.Timer       // set once under mu before the input loop runs; its callback reads it under mu
-	// playing is the reply audio handed to Media.Player: where the next sample queued will play
-	// on the player's timeline, and the assistant message being played (nil without a player).
-	playing playback
 }
 
 // usage is counted by whoever hears or speaks (atomics) and handed to the meter by meterLoop.
@@ -148,6 +136,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.out = make(chan frame, outQueue)
 	c.meterKick = make(chan struct{}, 1)
 	c.backlog.freed = make(chan struct{}, 1)
+	c.hist.limit = s.cfg.ConversationBytes
 	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
 	c.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
 	if model == "" {
@@ -203,22 +192,11 @@ func (c *conversation) run(parent context.Context) {
 		return
 	}
 	idleTimeout := c.srv.cfg.IdleTimeout
-	c.mu.Lock()
-	c.idle = time.AfterFunc(idleTimeout, func() {
-		// A client listening to a long reply sends nothing: idle counts only while no reply runs
-		// (out-of-band ones included).
-		c.mu.Lock()
-		busy := c.active != nil || len(c.outOfBand) > 0
-		if busy {
-			c.idle.Reset(idleTimeout)
-		}
-		c.mu.Unlock()
-		if !busy {
-			c.closeWith(wire.ErrSessionIdle(idleTimeout.String()), EndGoingAway, "idle")
-		}
+	c.replies.startIdle(idleTimeout, func() {
+		c.closeWith(wire.ErrSessionIdle(idleTimeout.String()), EndGoingAway, "idle")
 	})
-	c.mu.Unlock()
-	defer c.idle.Stop()
+	idle := c.replies.idle // set once, before any reply can run
+	defer idle.Stop()
 
 	for {
 		in, err := c.t.Receive(c.ctx)
@@ -228,7 +206,7 @@ func (c *conversation) run(parent context.Context) {
 			}
 			return
 		}
-		c.idle.Reset(idleTimeout)
+		idle.Reset(idleTimeout)
 		if c.closed.Load() {
 			c.awaitClose()
 			return
@@ -404,16 +382,7 @@ func (c *conversation) drainOn(draining <-chan struct{}) {
 		return
 	}
 	// The replies in flight finish first: the conversation's and any out-of-band ones.
-	c.mu.Lock()
-	var running []*reply
-	if c.active != nil {
-		running = append(running, c.active)
-	}
-	for _, r := range c.outOfBand {
-		running = append(running, r)
-	}
-	c.mu.Unlock()
-	for _, r := range running {
+	for _, r := range c.replies.running() {
 		select {
 		case <-r.done:
 		case <-c.ctx.Done():

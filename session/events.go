@@ -35,20 +35,20 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 	case *wire.ConversationItemCreate:
 		c.createItem(e)
 	case *wire.ConversationItemDelete:
-		if !c.deleteItem(e.ItemID) {
+		if !c.hist.delete(e.ItemID) {
 			c.send(wire.ErrDeleteUnknownItem(e.ItemID, id))
 			return
 		}
 		c.send(wire.ConversationItemDeleted{ItemID: e.ItemID})
 	case *wire.ConversationItemRetrieve:
-		it, ok := c.retrieved(e.ItemID)
+		it, ok := c.hist.retrieved(e.ItemID)
 		if !ok {
 			c.send(wire.ErrRetrieveUnknownItem(e.ItemID, id))
 			return
 		}
 		c.sendWritten(wire.ConversationItemRetrieved{Item: it})
 	case *wire.ConversationItemTruncate:
-		if err := c.truncate(e); err != nil {
+		if err := c.hist.truncate(e); err != nil {
 			c.send(err)
 			return
 		}
@@ -357,10 +357,7 @@ func (c *conversation) checkIdleTimeout() {
 	if c.input.timeline-c.idleFrom < int64(td.IdleTimeoutMs)*hearRate/1000 {
 		return
 	}
-	c.mu.Lock()
-	busy := c.active != nil
-	c.mu.Unlock()
-	if busy {
+	if c.replies.answering() {
 		return
 	}
 	c.idleArmed = false
@@ -414,10 +411,8 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.input.format}
-	prev := c.appendEntry(e, "") // counts the item, not its audio (keptAudio bounds that)
-	c.mu.Lock()
-	c.trimKeptAudio(e)
-	c.mu.Unlock()
+	prev := c.hist.add(e, "") // counts the item, not its audio (keptAudio bounds that)
+	c.hist.keepTurnAudio(e)
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
 	it := cloneItem(e.item)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: it})
@@ -450,10 +445,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 		}
 		return
 	}
-	c.mu.Lock()
-	e.item.Content[0].Transcript = &text
-	c.recount(e)
-	c.mu.Unlock()
+	c.hist.edit(e, func(it *wire.Item) { it.Content[0].Transcript = &text })
 	if report {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
 			Seconds: float64(len(pcm)) / hearRate})
@@ -506,7 +498,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	if it.Status == "" {
 		it.Status = wire.ItemCompleted
 	}
-	if _, dup := c.itemCopy(it.ID); dup {
+	if _, dup := c.hist.itemCopy(it.ID); dup {
 		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
 		return
 	}
@@ -514,7 +506,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	// heard, so nothing else would bound it).
 	ent := &entry{item: it, countAudio: true, held: itemBytes(it, true)}
 	if e.PreviousItemID != "" && e.PreviousItemID != "root" {
-		if _, ok := c.itemCopy(e.PreviousItemID); !ok {
+		if _, ok := c.hist.itemCopy(e.PreviousItemID); !ok {
 			c.send(wire.ErrItemNotFound("previous_item_id", e.PreviousItemID, e.ClientEventID()))
 			return
 		}
@@ -530,8 +522,8 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 				"(split it, or send its transcript with it).", ms/1000, maxInputAudio/1000)})
 		return
 	}
-	if !c.hold(ent.held) {
-		c.send(c.conversationFull("item", e.ClientEventID()))
+	if !c.hist.hold(ent.held) {
+		c.send(c.hist.conversationFull("item", e.ClientEventID()))
 		return
 	}
 	var pcm []float32
@@ -547,15 +539,15 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		c.heardSamples.Add(int64(len(pcm)))
 		c.meterNow()
 		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
-			c.hold(-ent.held) // not added: the conversation is closing
+			c.hist.hold(-ent.held) // not added: the conversation is closing
 			return
 		}
 	}
 	if ent.ready != nil && !c.awaitTranscribing(len(pcm)) {
-		c.hold(-ent.held) // not added: the conversation ended
+		c.hist.hold(-ent.held) // not added: the conversation ended
 		return
 	}
-	prev := c.appendEntry(ent, e.PreviousItemID)
+	prev := c.hist.add(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 	if ent.ready != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/voiced/voiced/audio"
@@ -33,7 +33,7 @@ type reply struct {
 	id        string
 	ctx       context.Context // cancelled by barge-in or response.cancel (cause says which)
 	cancel    context.CancelCauseFunc
-	cancelled bool          // under conversation.mu
+	cancelled bool          // under replies.mu
 	done      chan struct{} // closed when its response.done is queued
 	prev      chan struct{} // the previous reply's done, when it was still finishing
 	// outOfBand: response.create with conversation "none": its items are not written to the
@@ -74,45 +74,23 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 			inBytes += itemBytes(it, true)
 		}
 	}
-	if !c.hold(inBytes) {
+	if !c.hist.hold(inBytes) {
 		cancel(nil)
 		spec.drop()
-		return c.conversationFull("response.input", eventID)
+		return c.hist.conversationFull("response.input", eventID)
 	}
-	c.mu.Lock()
-	if !r.outOfBand && c.held >= c.srv.cfg.ConversationBytes {
-		c.held -= inBytes
-		c.mu.Unlock()
+	refuse := func(we *wire.Error) *wire.Error {
+		c.hist.hold(-inBytes)
 		cancel(nil)
 		spec.drop()
-		return c.conversationFull("response", eventID)
+		return we
 	}
-	if r.outOfBand {
-		if len(c.outOfBand) >= maxOutOfBand {
-			c.held -= inBytes
-			c.mu.Unlock()
-			cancel(nil)
-			return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeTooManyResponses, EventID: eventID,
-				Message: fmt.Sprintf("This conversation already runs %d out-of-band responses (conversation 'none'), the most it may: wait for one to finish.", maxOutOfBand)}
-		}
-		if c.outOfBand == nil {
-			c.outOfBand = map[string]*reply{}
-		}
-		c.outOfBand[r.id] = r
-	} else {
-		if a := c.active; a != nil {
-			if !a.cancelled {
-				c.held -= inBytes
-				c.mu.Unlock()
-				cancel(nil)
-				spec.drop()
-				return wire.ErrActiveResponse(a.id, eventID)
-			}
-			r.prev = a.done // cancelled, finishing its done events: the new reply waits for them
-		}
-		c.active = r
+	if !r.outOfBand && c.hist.full() {
+		return refuse(c.hist.conversationFull("response", eventID))
 	}
-	c.mu.Unlock()
+	if we := c.replies.admit(r, eventID); we != nil {
+		return refuse(we)
+	}
 
 	cfg := c.sess.ForResponse(p)
 	var input []wire.Item
@@ -121,20 +99,58 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 	}
 	c.work.Go(func() {
 		defer cancel(nil)
-		defer c.hold(-inBytes)
+		defer c.hist.hold(-inBytes)
 		c.respond(r, cfg, input)
 	})
 	return nil
 }
 
-// cancelReply cancels the active response (id "" = whichever) or the out-of-band one id names;
+// replies is which responses run, under its own lock: the conversation's (active) and the
+// out-of-band ones. The input goroutine admits and cancels them, each reply's worker ends its
+// own (end), the drain watcher and the idle timer read them. idle is set once by run before the
+// input loop; its callback reads it under mu.
+type replies struct {
+	mu        sync.Mutex
+	active    *reply
+	outOfBand map[string]*reply // running out-of-band responses by id
+	idle      *time.Timer
+}
+
+// admit registers r as running: refused when another response already writes the conversation
+// (an out-of-band one: when maxOutOfBand already run). A cancelled reply still finishing hands
+// on its done, which the new one waits for (r.prev).
+func (rs *replies) admit(r *reply, eventID string) *wire.Error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r.outOfBand {
+		if len(rs.outOfBand) >= maxOutOfBand {
+			return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeTooManyResponses, EventID: eventID,
+				Message: fmt.Sprintf("This conversation already runs %d out-of-band responses (conversation 'none'), the most it may: wait for one to finish.", maxOutOfBand)}
+		}
+		if rs.outOfBand == nil {
+			rs.outOfBand = map[string]*reply{}
+		}
+		rs.outOfBand[r.id] = r
+		return nil
+	}
+	if a := rs.active; a != nil {
+		if !a.cancelled {
+			return wire.ErrActiveResponse(a.id, eventID)
+		}
+		r.prev = a.done // cancelled, finishing its done events: the new reply waits for them
+	}
+	rs.active = r
+	return nil
+}
+
+// cancel cancels the active response (id "" = whichever) or the out-of-band one id names;
 // false when there is none to cancel.
-func (c *conversation) cancelReply(id string, cause error) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.active
-	if id != "" && c.outOfBand[id] != nil {
-		a = c.outOfBand[id]
+func (rs *replies) cancel(id string, cause error) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	a := rs.active
+	if id != "" && rs.outOfBand[id] != nil {
+		a = rs.outOfBand[id]
 	}
 	if a == nil || a.cancelled || (id != "" && id != a.id) {
 		return false
@@ -142,6 +158,75 @@ func (c *conversation) cancelReply(id string, cause error) bool {
 	a.cancelled = true
 	a.cancel(cause)
 	return true
+}
+
+// answering: a reply writes the conversation (cancelled or not).
+func (rs *replies) answering() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.active != nil
+}
+
+// answeringLive: a reply writes the conversation and was not cancelled.
+func (rs *replies) answeringLive() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.active != nil && !rs.active.cancelled
+}
+
+// running is every reply running, the conversation's and the out-of-band ones.
+func (rs *replies) running() []*reply {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var running []*reply
+	if rs.active != nil {
+		running = append(running, rs.active)
+	}
+	for _, r := range rs.outOfBand {
+		running = append(running, r)
+	}
+	return running
+}
+
+// startIdle starts the idle timer: after timeout with no reply running it calls onIdle; while
+// one runs it waits another timeout.
+func (rs *replies) startIdle(timeout time.Duration, onIdle func()) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.idle = time.AfterFunc(timeout, func() {
+		// A client listening to a long reply sends nothing: idle counts only while no reply runs
+		// (out-of-band ones included).
+		rs.mu.Lock()
+		busy := rs.active != nil || len(rs.outOfBand) > 0
+		if busy {
+			rs.idle.Reset(timeout)
+		}
+		rs.mu.Unlock()
+		if !busy {
+			onIdle()
+		}
+	})
+}
+
+// end forgets r, which has sent its response.done, and restarts the idle timer (timeout).
+func (rs *replies) end(r *reply, timeout time.Duration) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.active == r {
+		rs.active = nil
+	}
+	delete(rs.outOfBand, r.id)
+	if rs.idle != nil {
+		// Idle counts from the end of the reply the client was listening to, not from a timer
+		// that happened to be running through it (which could close before response.done).
+		rs.idle.Reset(timeout)
+	}
+}
+
+// cancelReply cancels the active response (id "" = whichever) or the out-of-band one id names;
+// false when there is none to cancel.
+func (c *conversation) cancelReply(id string, cause error) bool {
+	return c.replies.cancel(id, cause)
 }
 
 // pipeDepth bounds the pieces the mind may run ahead of the speaking (a bounded pipeline: the
@@ -209,7 +294,7 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 	err := c.waitTranscripts(r.ctx)
 	if err == nil {
-		req := mindRequest(cfg, c.context(input))
+		req := mindRequest(cfg, c.hist.snapshot(input))
 		m := c.engines.Mind
 		if r.spec.adopt(req) {
 			m = timedMind{Mind: r.spec, first: c.srv.metrics.mindFirst}
@@ -224,7 +309,7 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 // mindRequest is what a reply configured so asks the mind about items.
 func mindRequest(cfg wire.Session, items []wire.Item) mind.Request {
-	req := mind.Request{Instructions: cfg.Instructions, History: history(items), ToolChoice: toolChoice(cfg.ToolChoice)}
+	req := mind.Request{Instructions: cfg.Instructions, History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice)}
 	for _, t := range cfg.Tools {
 		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -303,15 +388,7 @@ func toolChoice(tc wire.ToolChoice) string {
 
 // waitTranscripts waits until every committed user audio item has its words.
 func (c *conversation) waitTranscripts(ctx context.Context) error {
-	c.mu.Lock()
-	var pending []chan struct{}
-	for _, e := range c.items {
-		if e.ready != nil {
-			pending = append(pending, e.ready)
-		}
-	}
-	c.mu.Unlock()
-	for _, ch := range pending {
+	for _, ch := range c.hist.transcribing() {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -319,31 +396,6 @@ func (c *conversation) waitTranscripts(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// context is what the mind hears: the conversation, or response.create's own input (item
-// references resolved against the conversation).
-func (c *conversation) context(input []wire.Item) []wire.Item {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if input == nil {
-		out := make([]wire.Item, len(c.items))
-		for i, e := range c.items {
-			out[i] = cloneItem(e.item)
-		}
-		return out
-	}
-	var out []wire.Item
-	for _, it := range input {
-		if it.Type == wire.ItemReference {
-			if e := c.byID[it.ID]; e != nil {
-				out = append(out, cloneItem(e.item))
-			}
-			continue
-		}
-		out = append(out, it)
-	}
-	return out
 }
 
 // delta takes one piece of the mind's answer (on the mind's goroutine) and queues what it
@@ -402,9 +454,7 @@ func (run *replyRun) openMessage() {
 	c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
 	run.addToConversation(e)
 	part := run.contentPart()
-	c.mu.Lock()
-	e.item.Content = []wire.ContentPart{part}
-	c.mu.Unlock()
+	c.hist.edit(e, func(it *wire.Item) { it.Content = []wire.ContentPart{part} })
 	c.send(wire.ResponseContentPartAdded{ResponseID: run.r.id, ItemID: e.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0, Part: part})
 }
 
@@ -495,14 +545,7 @@ func (run *replyRun) say(piece string) error {
 	if sent > 0 && !run.r.outOfBand {
 		c.assistantAudio.Store(true)
 	}
-	c.mu.Lock()
-	if !run.msg.truncated {
-		run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
-	}
-	if c.playing.msg == run.msg {
-		c.playing.piece, c.playing.pieceSent = "", 0 // in msg.spoken now
-	}
-	c.mu.Unlock()
+	c.hist.spoke(run.msg, piece, sent)
 	return err
 }
 
@@ -530,7 +573,7 @@ func (run *replyRun) synthesize(piece string, emit func([]int16) error) error {
 func (run *replyRun) emitAudio(b []byte) {
 	run.c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
 	if !run.r.outOfBand {
-		run.c.keepAudio(run.msg, run.cfg.OutputFormat, b)
+		run.c.hist.keepAudio(run.msg, run.cfg.OutputFormat, b)
 	}
 }
 
@@ -559,17 +602,17 @@ func (run *replyRun) callDelta(d *mind.CallDelta) {
 		c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
 		run.addToConversation(e)
 	}
-	if d.Name != "" && e.item.Name == "" {
-		c.mu.Lock()
-		e.item.Name = d.Name
-		c.mu.Unlock()
+	if d.Name != "" {
+		c.hist.edit(e, func(it *wire.Item) {
+			if it.Name == "" {
+				it.Name = d.Name
+			}
+		})
 	}
 	if d.Arguments == "" {
 		return
 	}
-	c.mu.Lock()
-	e.item.Arguments += d.Arguments
-	c.mu.Unlock()
+	c.hist.edit(e, func(it *wire.Item) { it.Arguments += d.Arguments })
 	c.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
 		OutputIndex: run.outputIndex(e), CallID: e.item.CallID, Delta: d.Arguments})
 }
@@ -579,7 +622,7 @@ func (run *replyRun) addToConversation(e *entry) {
 	if run.r.outOfBand {
 		return
 	}
-	prev := run.c.appendEntry(e, "")
+	prev := run.c.hist.add(e, "")
 	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
@@ -619,18 +662,12 @@ func (run *replyRun) finish(err error) {
 	}
 
 	for i, e := range run.outputs {
-		c.mu.Lock()
-		e.item.Status = itemStatus
-		if e == run.msg && !e.truncated {
-			e.item.Content = []wire.ContentPart{run.contentPart()}
+		var part *wire.ContentPart
+		if e == run.msg {
+			p := run.contentPart()
+			part = &p
 		}
-		c.recount(e) // the reply's text and calls, now whole
-		it := cloneItem(e.item)
-		prev := ""
-		if j := slices.Index(c.items, e); j > 0 {
-			prev = c.items[j-1].item.ID
-		}
-		c.mu.Unlock()
+		it, prev := c.hist.closeOutput(e, itemStatus, part)
 		if e == run.msg {
 			ref := run.part()
 			if run.speak {
@@ -654,9 +691,7 @@ func (run *replyRun) finish(err error) {
 	done.Status, done.StatusDetails = status, details
 	done.Output = make([]wire.Item, 0, len(run.outputs))
 	for _, e := range run.outputs {
-		c.mu.Lock()
-		it := cloneItem(e.item)
-		c.mu.Unlock()
+		it := c.hist.clone(e)
 		for i := range it.Content {
 			it.Content[i].Audio = nil
 		}
@@ -666,17 +701,7 @@ func (run *replyRun) finish(err error) {
 		HeardSeconds:  float64(c.heardForReply.Swap(0)) / hearRate,
 		SpokenSeconds: float64(run.spoken) / speakRate,
 	}
-	c.mu.Lock()
-	if c.active == r {
-		c.active = nil
-	}
-	delete(c.outOfBand, r.id)
-	if c.idle != nil {
-		// Idle counts from the end of the reply the client was listening to, not from a timer
-		// that happened to be running through it (which could close before response.done).
-		c.idle.Reset(c.srv.cfg.IdleTimeout)
-	}
-	c.mu.Unlock()
+	c.replies.end(r, c.srv.cfg.IdleTimeout)
 	c.send(wire.ResponseDone{Response: done})
 	if !r.outOfBand {
 		c.replyEnded.Store(1 + int64(run.spoken))

@@ -84,13 +84,10 @@ func (c *conversation) speculate(text string) {
 		return
 	}
 	c.dropSpeculation()
-	c.mu.Lock()
-	busy := c.active != nil && !c.active.cancelled
-	c.mu.Unlock()
-	if busy {
+	if c.replies.answeringLive() {
 		return // the turn's end could not start a reply now
 	}
-	items := append(c.context(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
+	items := append(c.hist.snapshot(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
 	cfg := c.sess.ForResponse(wire.ResponseParams{})
 	req := mindRequest(cfg, items)
