@@ -30,7 +30,10 @@ var (
 //     (buffer, turn detector, squelch), the turn in progress.
 //   - outbox: the queue to the writer goroutine (writeLoop), the only caller of Transport.Send
 //     and Transport.Close while it runs; its methods are safe from any goroutine.
-//   - usage: atomics: seconds heard and spoken for the meter, the quota left, the answer clock.
+//   - handoff: atomics replies and the input goroutine leave each other (the answer clock, a
+//     reply's end, assistant audio held).
+//   - ledger: seconds heard and spoken for the meter, the quota left (metering.go): atomics;
+//     meterLoop is its goroutine.
 //   - hist: the items and the reply audio playing, under history's own lock (items.go).
 //   - replies: the responses running and the idle timer, under their own lock (reply.go).
 //
@@ -41,9 +44,10 @@ type conversation struct {
 	fixed
 	inputSide
 	outbox
-	usage
+	handoff
 	hist    history // the items (and the audio playing): its own lock
 	replies replies // the responses running, and the idle timer: its own lock
+	ledger  ledger  // seconds heard and spoken, the meter and the quota: atomics (metering.go)
 }
 
 // fixed: set once by newConversation, read by every goroutine.
@@ -88,22 +92,8 @@ type inputSide struct {
 	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
 }
 
-// usage is counted by whoever hears or speaks (atomics) and handed to the meter by meterLoop.
-type usage struct {
-	budgetLimited atomic.Bool
-	budgetLeft    atomic.Int64 // nanoseconds the principal may still use (when limited)
-	// reservedSpeech, recordedSpeech: nanoseconds of reply audio reserved from the budget before
-	// it was sent, and of those, the ones the meter has recorded (both only grow).
-	reservedSpeech atomic.Int64
-	// speakMu is held from a delta's reserve to its place in the outbox (say).
-	speakMu        sync.Mutex
-	recordedSpeech atomic.Int64
-	heardSamples   atomic.Int64 // 16 kHz samples past the squelch, not yet metered
-	heardForReply  atomic.Int64 // 16 kHz samples past the squelch since the last response.done
-	spokenSamples  atomic.Int64 // 24 kHz samples sent, not yet metered
-	// playedMetered is the Media.Player's Played already added to spokenSamples (takePlayed).
-	playedMetered atomic.Int64
-	meterKick     chan struct{}
+// handoff is what replies and the input goroutine tell each other (atomics).
+type handoff struct {
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first reply audio after it observes the answer latency.
 	answerSince atomic.Int64
@@ -134,7 +124,8 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.input.track = c.media.TrackInput
 	c.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.out = make(chan frame, outQueue)
-	c.meterKick = make(chan struct{}, 1)
+	c.ledger = ledger{meter: c.engines.Meter, budget: c.engines.Budget, principal: g.Principal, player: c.media.Player,
+		log: c.log, kick: make(chan struct{}, 1), exhausted: c.quotaExceeded}
 	c.backlog.freed = make(chan struct{}, 1)
 	c.hist.limit = s.cfg.ConversationBytes
 	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
@@ -148,12 +139,13 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 // run is the input goroutine. It returns when the client leaves, the session ends, or ctx is done.
 func (c *conversation) run(parent context.Context) {
 	c.ctx, c.cancel = context.WithCancel(parent)
+	c.ledger.ctx = c.ctx
 	if h, ok := c.engines.Meter.(MeterHolder); ok {
-		defer h.Hold()() // released after the last flushMeter below (defers run last-in first-out)
+		defer h.Hold()() // released after the last flush below (defers run last-in first-out)
 	}
 	var writer, meter sync.WaitGroup
 	writer.Go(c.writeLoop)
-	meter.Go(c.meterLoop)
+	meter.Go(c.ledger.meterLoop)
 	if t := c.srv.cfg.Sockets; t != nil {
 		meter.Go(func() { c.drainOn(t.Draining()) })
 	}
@@ -171,7 +163,7 @@ func (c *conversation) run(parent context.Context) {
 		// them on now that every worker has returned (the meter writes them within a second,
 		// and at shutdown its Close flushes after every conversation has drained).
 		last, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c.flushMeter(last, false)
+		c.ledger.flush(last, false)
 		cancel()
 		c.t.Close(EndNormal, "")
 		if c.detector != nil {
@@ -185,7 +177,7 @@ func (c *conversation) run(parent context.Context) {
 	if es, ok := c.t.(EventSource); ok {
 		es.Attach(c.send)
 	}
-	c.refreshBudget(c.ctx)
+	c.ledger.refreshBudget(c.ctx)
 	if err := c.start(); err != nil {
 		c.fail(err)
 		c.awaitClose() // the writer sends the error and the close before run's return cancels it

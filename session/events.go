@@ -183,7 +183,7 @@ func (c *conversation) hearPiece(raw []byte, eventID string) bool {
 // pipeline (see hearPiece).
 func (c *conversation) heard(pcm []float32) bool {
 	events := c.detectTurns(pcm)
-	if !c.bill(c.squelched(pcm)) {
+	if !c.ledger.heard(c.squelched(pcm)) {
 		return false
 	}
 	for _, te := range events {
@@ -252,17 +252,6 @@ func (c *conversation) squelched(pcm []float32) int {
 		return len(pcm)
 	}
 	return len(passed)
-}
-
-// bill counts heard samples for the meter and the reply's usage and spends them from the quota;
-// false when the quota is used up (the conversation is closing).
-func (c *conversation) bill(heard int) bool {
-	c.heardSamples.Add(int64(heard))
-	c.heardForReply.Add(int64(heard))
-	if heard > 0 {
-		c.meterNow()
-	}
-	return c.spend(time.Duration(heard) * time.Second / hearRate)
 }
 
 // turnEvent acts on one turn the detector found: the user took the floor (speech_started; a
@@ -417,7 +406,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	it := cloneItem(e.item)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: it})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(e.item)})
-	c.turnEnded()
+	c.ledger.turnEnded()
 
 	transcribe := c.sess.Transcription != nil
 	c.work.Go(func() { c.transcribe(e, pcm, transcribe) })
@@ -536,9 +525,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	if len(pcm) > 0 {
 		// Audio handed over in an item goes before the decoder like appended audio: it is metered
 		// as heard and spends the quota (no squelch: the client chose to send all of it).
-		c.heardSamples.Add(int64(len(pcm)))
-		c.meterNow()
-		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
+		if !c.ledger.handedOver(len(pcm)) {
 			c.hist.hold(-ent.held) // not added: the conversation is closing
 			return
 		}

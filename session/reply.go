@@ -290,7 +290,7 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	created := run.resp
 	created.Output = nil
 	c.send(wire.ResponseCreated{Response: created})
-	c.send(wire.RateLimitsUpdated{RateLimits: c.rateLimits()})
+	c.send(wire.RateLimitsUpdated{RateLimits: c.ledger.rateLimits(c.srv.cfg.Now())})
 
 	err := c.waitTranscripts(r.ctx)
 	if err == nil {
@@ -364,19 +364,6 @@ func (run *replyRun) queue(op func() error) error {
 	case <-run.ctx.Done():
 		return context.Cause(run.ctx)
 	}
-}
-
-// rateLimits is what rate_limits.updated says after response.created: nothing without a quota;
-// with one, a "tokens" entry that counts seconds of audio (heard + spoken) left today, resetting
-// at the next UTC midnight. Its limit is not known here (Budget says what is left): omitted.
-func (c *conversation) rateLimits() []wire.RateLimit {
-	if !c.budgetLimited.Load() {
-		return nil
-	}
-	left := max(time.Duration(c.budgetLeft.Load()), 0)
-	now := c.srv.cfg.Now().UTC()
-	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-	return []wire.RateLimit{{Name: "tokens", Remaining: int(left / time.Second), ResetSeconds: midnight.Sub(now).Seconds()}}
 }
 
 func toolChoice(tc wire.ToolChoice) string {
@@ -496,7 +483,7 @@ func (run *replyRun) say(piece string) error {
 				if err := run.play(piece, pcm[:n]); err != nil {
 					return err
 				}
-				c.meterNow()
+				c.ledger.meterNow()
 				sent += n
 				pcm = pcm[n:]
 				if errors.Is(context.Cause(run.ctx), errQuota) {
@@ -509,25 +496,25 @@ func (run *replyRun) say(piece string) error {
 			// before the quota close another reply queues once the budget is gone, so every second
 			// metered reaches the client.
 			want := time.Duration(n) * time.Second / speakRate
-			c.speakMu.Lock()
-			got := c.reserve(want)
+			c.ledger.speakMu.Lock()
+			got := c.ledger.reserve(want)
 			if got < want {
 				n = int(got * speakRate / time.Second)
 			}
 			if n > 0 {
 				run.emitAudio(run.encode(pcm[:n]))
-				c.spokenSamples.Add(int64(n))
+				c.ledger.spokenSamples.Add(int64(n))
 			}
 			if got < want {
 				c.quotaExceeded()
 			}
-			c.speakMu.Unlock()
+			c.ledger.speakMu.Unlock()
 			if n > 0 {
-				c.meterNow() // durable before the next delta goes out
+				c.ledger.meterNow() // durable before the next delta goes out
 				sent += n
 				pcm = pcm[n:]
 			}
-			c.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
+			c.ledger.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
 			if got < want {
 				return errQuota
 			}
@@ -698,7 +685,7 @@ func (run *replyRun) finish(err error) {
 		done.Output = append(done.Output, it)
 	}
 	done.Usage = &wire.Usage{
-		HeardSeconds:  float64(c.heardForReply.Swap(0)) / hearRate,
+		HeardSeconds:  float64(c.ledger.heardForReply.Swap(0)) / hearRate,
 		SpokenSeconds: float64(run.spoken) / speakRate,
 	}
 	c.replies.end(r, c.srv.cfg.IdleTimeout)
@@ -707,7 +694,7 @@ func (run *replyRun) finish(err error) {
 		c.replyEnded.Store(1 + int64(run.spoken))
 	}
 	close(r.done)
-	c.turnEnded()
+	c.ledger.turnEnded()
 }
 
 // replyError is the error event for a failed reply, safe to show.
