@@ -23,35 +23,24 @@ var (
 )
 
 // conversation is the engine of one realtime conversation, whatever carries it (Transport). Its
-// state is split by owner; each part says who may touch it:
+// own fields are set by newConversation (ctx and cancel by run, before any other goroutine
+// starts) and only read after, by any goroutine; the rest is in parts, each stating its owner:
 //
-//   - fixed: set by newConversation, read-only after (any goroutine).
-//   - inputSide: the input goroutine (run) only: the session config, the input pipeline
+//   - in (inputSide): the input goroutine (run) only: the session config, the input pipeline
 //     (buffer, turn detector, squelch), the turn in progress.
 //   - outbox: the queue to the writer goroutine (writeLoop), the only caller of Transport.Send
 //     and Transport.Close while it runs; its methods are safe from any goroutine.
-//   - handoff: atomics replies and the input goroutine leave each other (the answer clock, a
-//     reply's end, assistant audio held).
+//   - turns (handoff): atomics replies and the input goroutine leave each other (the answer
+//     clock, a reply's end, assistant audio held).
+//   - hist (history): the items and the reply audio playing, under history's own lock (items.go).
+//   - replies: the responses running and the idle timer, under their own lock (reply.go).
 //   - ledger: seconds heard and spoken for the meter, the quota left (metering.go): atomics;
 //     meterLoop is its goroutine.
-//   - hist: the items and the reply audio playing, under history's own lock (items.go).
-//   - replies: the responses running and the idle timer, under their own lock (reply.go).
 //
 // Goroutines: run (input) starts the writer and the meter loop (and the drain watcher), and
 // workers (transcriptions, partial decodes, replies) on work; on return it cancels ctx and waits
 // for all of them. A reply runs two: its mind goroutine (the worker) and its writer (replyRun).
 type conversation struct {
-	fixed
-	inputSide
-	outbox
-	handoff
-	hist    history // the items (and the audio playing): its own lock
-	replies replies // the responses running, and the idle timer: its own lock
-	ledger  ledger  // seconds heard and spoken, the meter and the quota: atomics (metering.go)
-}
-
-// fixed: set once by newConversation, read by every goroutine.
-type fixed struct {
 	srv     *Server
 	log     *slog.Logger
 	t       Transport
@@ -68,6 +57,13 @@ type fixed struct {
 	work   sync.WaitGroup // transcription, partial and reply workers; run waits for them
 	// backlog is the committed audio waiting for transcription (backlog.go).
 	backlog backlog
+
+	in      inputSide
+	outbox  // the writer's queue (outbox.go): left embedded while the door kit's writer replaces its loop
+	turns   handoff
+	hist    history
+	replies replies
+	ledger  ledger
 }
 
 // inputSide is owned by the input goroutine (run): client events and input audio are handled
@@ -114,24 +110,23 @@ func (s *Server) Converse(ctx context.Context, t Transport, g Grant, d wire.Dial
 }
 
 func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model string) *conversation {
-	c := &conversation{}
-	c.fixed = fixed{srv: s, log: s.log, t: t, grant: g, engines: s.cfg.Engines.timed(s.metrics),
+	c := &conversation{srv: s, log: s.log, t: t, grant: g, engines: s.cfg.Engines.timed(s.metrics),
 		enc: wire.NewEncoder(d), convID: wire.NewID("conv_")}
 	if t != nil {
 		c.media = t.Media()
 	}
-	c.dialect = d
-	c.input.track = c.media.TrackInput
-	c.sess = wire.NewSession(wire.NewID("sess_"), model)
+	c.in.dialect = d
+	c.in.input.track = c.media.TrackInput
+	c.in.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.out = make(chan frame, outQueue)
 	c.ledger = ledger{meter: c.engines.Meter, budget: c.engines.Budget, principal: g.Principal, player: c.media.Player,
 		log: c.log, kick: make(chan struct{}, 1), exhausted: c.quotaExceeded}
 	c.backlog.freed = make(chan struct{}, 1)
 	c.hist.limit = s.cfg.ConversationBytes
-	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
-	c.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
+	c.in.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
+	c.in.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
 	if model == "" {
-		c.sess.Model = "voiced"
+		c.in.sess.Model = "voiced"
 	}
 	return c
 }
@@ -166,10 +161,10 @@ func (c *conversation) run(parent context.Context) {
 		c.ledger.flush(last, false)
 		cancel()
 		c.t.Close(EndNormal, "")
-		if c.detector != nil {
-			c.detector.Close()
+		if c.in.detector != nil {
+			c.in.detector.Close()
 		}
-		if cl, ok := c.squelch.(io.Closer); ok {
+		if cl, ok := c.in.squelch.(io.Closer); ok {
 			cl.Close()
 		}
 	}()
@@ -241,7 +236,7 @@ func (c *conversation) receive(in Inbound) {
 		if c.overBytes(in.Event) {
 			return
 		}
-		ev, err := wire.DecodeGeneral(in.Event, c.dialect)
+		ev, err := wire.DecodeGeneral(in.Event, c.in.dialect)
 		if _, audio := ev.(*wire.InputAudioBufferAppend); audio && err == nil {
 			c.srv.eventBytes.giveBack(c.grant.Principal.Subject, float64(len(in.Event)))
 		} else {
@@ -269,13 +264,13 @@ func (c *conversation) receive(in Inbound) {
 // is over the limit, then it has been refused by name (rate_limit_exceeded), or the conversation
 // closed (1008) when the client keeps sending past twice its allowance.
 func (c *conversation) limited(eventID string) bool {
-	switch c.limit.take(c.srv.cfg.Now()) {
+	switch c.in.limit.take(c.srv.cfg.Now()) {
 	case dropped:
-		c.send(c.limit.errRateLimited(eventID))
+		c.send(c.in.limit.errRateLimited(eventID))
 		return true
 	case abusive:
-		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.limit.rate, "burst", c.limit.burst)
-		c.closeWith(c.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
+		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.in.limit.rate, "burst", c.in.limit.burst)
+		c.closeWith(c.in.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
 		return true
 	}
 	return false
@@ -286,13 +281,13 @@ func (c *conversation) limited(eventID string) bool {
 // (rate_limit_exceeded) without being read, or the conversation closed (1008) when the client
 // keeps sending past twice its allowance.
 func (c *conversation) overBytes(event []byte) bool {
-	switch c.bytes.take(len(event), c.srv.cfg.Now()) {
+	switch c.in.bytes.take(len(event), c.srv.cfg.Now()) {
 	case dropped:
-		c.send(c.bytes.errOverBytes(wire.PeekEventID(event), len(event)))
+		c.send(c.in.bytes.errOverBytes(wire.PeekEventID(event), len(event)))
 		return true
 	case abusive:
-		c.log.Warn("realtime client kept sending over its event bytes; closing", "bytes_per_second", c.bytes.budgets.rate, "burst", c.bytes.budgets.burst)
-		c.closeWith(c.bytes.errOverBytes(wire.PeekEventID(event), len(event)), EndPolicy, "event bytes exceeded")
+		c.log.Warn("realtime client kept sending over its event bytes; closing", "bytes_per_second", c.in.bytes.budgets.rate, "burst", c.in.bytes.budgets.burst)
+		c.closeWith(c.in.bytes.errOverBytes(wire.PeekEventID(event), len(event)), EndPolicy, "event bytes exceeded")
 		return true
 	}
 	return false
@@ -301,51 +296,51 @@ func (c *conversation) overBytes(event []byte) bool {
 // start sends session.created, with the ticket's session config applied first.
 func (c *conversation) start() error {
 	if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
-		if err := applySessionObject(&c.sess, c.grant.Session, c.dialect); err != nil {
+		if err := applySessionObject(&c.in.sess, c.grant.Session, c.in.dialect); err != nil {
 			return err
 		}
 	}
 	if err := c.configure(); err != nil {
 		return err
 	}
-	c.send(wire.SessionCreated{Session: c.sess})
+	c.send(wire.SessionCreated{Session: c.in.sess})
 	return nil
 }
 
 // configure (re)builds what depends on the session config: the input converter, the turn
 // detector and the squelch.
 func (c *conversation) configure() error {
-	if err := c.input.setFormat(c.sess.InputFormat); err != nil {
+	if err := c.in.input.setFormat(c.in.sess.InputFormat); err != nil {
 		return err
 	}
-	if c.detector != nil {
-		c.detector.Close()
-		c.detector = nil
+	if c.in.detector != nil {
+		c.in.detector.Close()
+		c.in.detector = nil
 	}
-	c.partials.reset()
+	c.in.partials.reset()
 	c.dropSpeculation()
 	// The squelch first: a detector reads the VAD pass it lends.
-	if c.squelch == nil && c.engines.NewSquelch != nil {
+	if c.in.squelch == nil && c.engines.NewSquelch != nil {
 		q, err := c.engines.NewSquelch()
 		if err != nil {
 			return fmt.Errorf("squelch: %w", err)
 		}
-		c.squelch = q
+		c.in.squelch = q
 	}
-	if c.sess.TurnDetection.Type != wire.TurnNone {
+	if c.in.sess.TurnDetection.Type != wire.TurnNone {
 		var f turn.Detector
 		var err error
-		if shared, ok := c.squelch.(SharedSquelch); ok && c.engines.NewTurnDetectorOn != nil {
-			f, err = c.engines.NewTurnDetectorOn(c.sess.TurnDetection, c.partials.Partial, shared)
+		if shared, ok := c.in.squelch.(SharedSquelch); ok && c.engines.NewTurnDetectorOn != nil {
+			f, err = c.engines.NewTurnDetectorOn(c.in.sess.TurnDetection, c.in.partials.Partial, shared)
 		} else if c.engines.NewTurnDetector != nil {
-			f, err = c.engines.NewTurnDetector(c.sess.TurnDetection, c.partials.Partial)
+			f, err = c.engines.NewTurnDetector(c.in.sess.TurnDetection, c.in.partials.Partial)
 		}
 		if err != nil {
 			return fmt.Errorf("turn detection: %w", err)
 		}
 		if f != nil {
-			c.detector = f
-			c.detectBase = c.input.timeline
+			c.in.detector = f
+			c.in.detectBase = c.in.input.timeline
 		}
 	}
 	return nil

@@ -20,17 +20,17 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 	case *wire.InputAudioBufferAppend:
 		c.appendAudio(e)
 	case *wire.InputAudioBufferCommit:
-		if ms := c.input.bufferedMs(); ms < minCommitMs {
+		if ms := c.in.input.bufferedMs(); ms < minCommitMs {
 			c.send(wire.ErrCommitEmpty(ms, id))
 			return
 		}
-		raw, pcm := c.input.takeAll()
+		raw, pcm := c.in.input.takeAll()
 		c.resetTurn()
 		c.commit(c.takeSpeechItem(), raw, pcm)
 	case *wire.InputAudioBufferClear:
-		c.input.clear()
+		c.in.input.clear()
 		c.resetTurn()
-		c.speechItem = ""
+		c.in.speechItem = ""
 		c.send(wire.InputAudioBufferCleared{})
 	case *wire.ConversationItemCreate:
 		c.createItem(e)
@@ -71,20 +71,20 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 }
 
 func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
-	d, err := u.Redecide(c.dialect, !c.sessionSeen)
+	d, err := u.Redecide(c.in.dialect, !c.in.sessionSeen)
 	if err != nil {
 		c.sendError(err)
 		return
 	}
-	if v := u.Session.Voice; v.Set() && v.Value != c.sess.Voice && c.assistantAudio.Load() {
+	if v := u.Session.Voice; v.Set() && v.Value != c.in.sess.Voice && c.turns.assistantAudio.Load() {
 		param := "session.voice"
-		if c.dialect == wire.GA {
+		if c.in.dialect == wire.GA {
 			param = "session.audio.output.voice"
 		}
 		c.sendError(wire.ErrInvalidValue(param, u.ClientEventID(), "Cannot update a conversation's voice if assistant audio is present."))
 		return
 	}
-	next := c.sess
+	next := c.in.sess
 	if err := next.Apply(u); err != nil {
 		c.sendError(err)
 		return
@@ -92,22 +92,22 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 	if len(u.Session.Ignored) > 0 {
 		c.log.Warn("session.update fields accepted but not applied", "fields", u.Session.Ignored)
 	}
-	c.sessionSeen = true
-	if d != c.dialect {
-		c.dialect = d
+	c.in.sessionSeen = true
+	if d != c.in.dialect {
+		c.in.dialect = d
 		c.enc.SetDialect(d)
 	}
-	prev := c.sess
-	c.sess = next
+	prev := c.in.sess
+	c.in.sess = next
 	if prev.TurnDetection != next.TurnDetection || prev.InputFormat != next.InputFormat {
 		if err := c.configure(); err != nil {
-			c.sess = prev
+			c.in.sess = prev
 			c.configure()
 			c.sendError(wire.ErrServer("the session's audio settings could not be applied: "+err.Error(), u.ClientEventID()))
 			return
 		}
 	}
-	c.send(wire.SessionUpdated{Session: c.sess})
+	c.send(wire.SessionUpdated{Session: c.in.sess})
 }
 
 // appendAudio takes one input_audio_buffer.append.
@@ -117,8 +117,8 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 			Message: "input_audio_buffer.append is not accepted on this transport: " + errAppendOverTrack.Error() + "."})
 		return
 	}
-	if c.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
-		c.send(wire.ErrAudioLength(c.sess.InputFormat, len(e.Audio), e.ClientEventID()))
+	if c.in.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
+		c.send(wire.ErrAudioLength(c.in.sess.InputFormat, len(e.Audio), e.ClientEventID()))
 		return
 	}
 	c.hear(e.Audio, e.ClientEventID())
@@ -128,14 +128,14 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 // input pipeline after the decode step, hearStep at a time (see hear).
 func (c *conversation) trackAudio(pcm []float32) {
 	c.armIdle()
-	if c.detector == nil && !c.input.fitsSamples(len(pcm)) {
+	if c.in.detector == nil && !c.in.input.fitsSamples(len(pcm)) {
 		c.bufferFull("")
 		return
 	}
 	step := hearRate * hearStep / 1000
 	for len(pcm) > 0 && !c.closed.Load() {
 		n := min(len(pcm), step)
-		c.input.appendSamples(pcm[:n])
+		c.in.input.appendSamples(pcm[:n])
 		if !c.heard(pcm[:n]) {
 			return
 		}
@@ -149,11 +149,11 @@ func (c *conversation) trackAudio(pcm []float32) {
 // is ended there (endHeldTurn).
 func (c *conversation) hear(raw []byte, eventID string) {
 	c.armIdle()
-	if c.detector == nil && !c.input.fits(len(raw)) {
+	if c.in.detector == nil && !c.in.input.fits(len(raw)) {
 		c.bufferFull(eventID)
 		return
 	}
-	step := c.input.stepBytes()
+	step := c.in.input.stepBytes()
 	for len(raw) > 0 && !c.closed.Load() {
 		n := min(len(raw), step)
 		if !c.hearPiece(raw[:n], eventID) {
@@ -171,7 +171,7 @@ func (c *conversation) hear(raw []byte, eventID string) {
 // limit. False when the rest of the audio is not to be heard (it could not be decoded, or the
 // quota is used up).
 func (c *conversation) hearPiece(raw []byte, eventID string) bool {
-	pcm, err := c.input.append(raw)
+	pcm, err := c.in.input.append(raw)
 	if err != nil {
 		c.send(wire.ErrInvalidValue("audio", eventID, "Invalid 'audio': %v", err))
 		return false
@@ -190,14 +190,14 @@ func (c *conversation) heard(pcm []float32) bool {
 		c.turnEvent(te)
 	}
 	c.checkIdleTimeout()
-	if stream := c.sess.Transcription != nil; c.speechItem != "" && (stream || c.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
-		c.partials.maybeDecode(c, c.input.pcm[max(0, int(c.input.speechStart-c.input.start)):], c.speechItem, stream)
+	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
+		c.in.partials.maybeDecode(c, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
 	}
-	if c.detector != nil && c.speechItem != "" && c.input.bufferedMs() >= maxInputAudio {
+	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
 		c.endHeldTurn()
 	}
-	if c.detector != nil && c.speechItem == "" {
-		c.input.trimQuiet()
+	if c.in.detector != nil && c.in.speechItem == "" {
+		c.in.input.trimQuiet()
 	}
 	c.checkSessionLimit()
 	return true
@@ -208,14 +208,14 @@ func (c *conversation) heard(pcm []float32) bool {
 // What is buffered stays.
 func (c *conversation) bufferFull(eventID string) {
 	if eventID == "" {
-		if c.input.refusedFull {
+		if c.in.input.refusedFull {
 			return
 		}
-		c.input.refusedFull = true
+		c.in.input.refusedFull = true
 	}
 	c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeInputBufferFull, Param: "audio", EventID: eventID,
 		Message: fmt.Sprintf("The input audio buffer already holds %.2f s of audio and may hold at most %d s: "+
-			"commit it (input_audio_buffer.commit) or clear it before appending more.", c.input.bufferedMs()/1000, maxInputAudio/1000)})
+			"commit it (input_audio_buffer.commit) or clear it before appending more.", c.in.input.bufferedMs()/1000, maxInputAudio/1000)})
 }
 
 // endHeldTurn ends a turn the detector still holds once the buffer holds maxInputAudio: as if
@@ -223,18 +223,18 @@ func (c *conversation) bufferFull(eventID string) {
 // reply with create_response). The detector starts afresh, so speech that goes on is a new turn.
 func (c *conversation) endHeldTurn() {
 	c.log.Info("a turn held to the input buffer's bound was ended there", "bound_ms", maxInputAudio)
-	c.turnEvent(turn.SpeechStopped{End: c.input.timeline - c.detectBase})
-	c.detector.Reset()
-	c.partials.reset()
+	c.turnEvent(turn.SpeechStopped{End: c.in.input.timeline - c.in.detectBase})
+	c.in.detector.Reset()
+	c.in.partials.reset()
 }
 
 // detectTurns feeds the turn detector (when there is one) pcm, the audio just buffered, and
 // returns the turns it found; its positions count from detectBase.
 func (c *conversation) detectTurns(pcm []float32) []turn.Event {
-	if c.detector == nil {
+	if c.in.detector == nil {
 		return nil
 	}
-	events, err := c.detector.Feed(pcm, c.input.timeline-int64(len(pcm))-c.detectBase)
+	events, err := c.in.detector.Feed(pcm, c.in.input.timeline-int64(len(pcm))-c.in.detectBase)
 	if err != nil {
 		c.sendError(fmt.Errorf("turn detection: %w", err))
 	}
@@ -243,10 +243,10 @@ func (c *conversation) detectTurns(pcm []float32) []turn.Event {
 
 // squelched is how many samples of pcm are speech (all of them without a squelch, or when it fails).
 func (c *conversation) squelched(pcm []float32) int {
-	if c.squelch == nil {
+	if c.in.squelch == nil {
 		return len(pcm)
 	}
-	passed, err := c.squelch.Push(pcm)
+	passed, err := c.in.squelch.Push(pcm)
 	if err != nil {
 		c.log.Error("squelch failed; billing the audio as heard", "err", err)
 		return len(pcm)
@@ -261,60 +261,60 @@ func (c *conversation) squelched(pcm []float32) int {
 func (c *conversation) turnEvent(ev turn.Event) {
 	switch ev := ev.(type) {
 	case turn.EndLikely:
-		if c.speechItem != "" {
+		if c.in.speechItem != "" {
 			c.speculate(ev.Transcript)
 		}
 	case turn.EndUnlikely:
 		c.dropSpeculation() // the speaker goes on
 	case turn.Paused:
-		if c.speechItem != "" {
-			c.partials.paused = true // hear decodes the turn so far below, whatever the cadence
+		if c.in.speechItem != "" {
+			c.in.partials.paused = true // hear decodes the turn so far below, whatever the cadence
 		}
 	case turn.SpeechStarted:
-		if c.speechItem == "" {
-			c.speechStarted(max(c.detectBase+ev.Start, 0))
+		if c.in.speechItem == "" {
+			c.speechStarted(max(c.in.detectBase+ev.Start, 0))
 		}
 	case turn.SpeechStopped:
-		if c.speechItem != "" {
-			c.speechStopped(max(c.detectBase+ev.End, 0), ev.SpeechEnd)
+		if c.in.speechItem != "" {
+			c.speechStopped(max(c.in.detectBase+ev.End, 0), ev.SpeechEnd)
 		}
 	}
 }
 
 // speechStarted: the user took the floor at timeline sample at.
 func (c *conversation) speechStarted(at int64) {
-	c.speechItem = wire.NewID("item_")
-	c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
-	c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
-	if c.sess.TurnDetection.InterruptResponse {
+	c.in.speechItem = wire.NewID("item_")
+	c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.in.speechItem})
+	c.turns.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
+	if c.in.sess.TurnDetection.InterruptResponse {
 		c.cancelReply("", errTurnDetected)
 		c.clearPlayback(false)
 	}
-	c.input.speechStart = at
-	c.idleArmed = false
-	c.partials.reset()
+	c.in.input.speechStart = at
+	c.in.idleArmed = false
+	c.in.partials.reset()
 	c.dropSpeculation()
 }
 
 // speechStopped: the user yielded the floor at timeline sample at; speechEnd is where their last
 // speech ended on the detector's clock (0: not said).
 func (c *conversation) speechStopped(at, speechEnd int64) {
-	end := min(at, c.input.timeline)
-	c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
+	end := min(at, c.in.input.timeline)
+	c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.in.speechItem})
 	turnEnd := time.Now()
 	if speechEnd > 0 {
 		// The audio after the last speech that had to arrive before the turn was decided.
-		wait := time.Duration(c.input.timeline-(c.detectBase+speechEnd)) * time.Second / hearRate
+		wait := time.Duration(c.in.input.timeline-(c.in.detectBase+speechEnd)) * time.Second / hearRate
 		c.srv.metrics.turnWait.Observe(wait.Seconds())
 		turnEnd = turnEnd.Add(-wait)
 	}
-	if c.sess.TurnDetection.CreateResponse {
-		c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
+	if c.in.sess.TurnDetection.CreateResponse {
+		c.turns.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
 	}
-	raw, span := c.input.takeSpan(c.input.speechStart, end)
+	raw, span := c.in.input.takeSpan(c.in.input.speechStart, end)
 	c.commit(c.takeSpeechItem(), raw, span)
 	spec := c.takeSpeculation()
-	if !c.sess.TurnDetection.CreateResponse {
+	if !c.in.sess.TurnDetection.CreateResponse {
 		spec.drop()
 		return
 	}
@@ -327,9 +327,9 @@ func (c *conversation) speechStopped(at, speechEnd int64) {
 // armIdle starts idle_timeout_ms's clock when a response has ended since the last input: at the
 // timeline's end before this input, plus the audio the response spoke (the client plays it).
 func (c *conversation) armIdle() {
-	if spoken := c.replyEnded.Swap(0); spoken > 0 {
-		c.idleArmed = c.speechItem == ""
-		c.idleFrom = c.input.timeline + (spoken-1)*hearRate/speakRate
+	if spoken := c.turns.replyEnded.Swap(0); spoken > 0 {
+		c.in.idleArmed = c.in.speechItem == ""
+		c.in.idleFrom = c.in.input.timeline + (spoken-1)*hearRate/speakRate
 	}
 }
 
@@ -339,21 +339,21 @@ func (c *conversation) armIdle() {
 // input_audio_buffer.timeout_triggered (GA), commits the quiet audio as a user item and, with
 // create_response, answers — so the mind can prompt a user who went silent (a phone call).
 func (c *conversation) checkIdleTimeout() {
-	td := c.sess.TurnDetection
-	if !c.idleArmed || td.Type != wire.TurnServerVAD || td.IdleTimeoutMs <= 0 || c.speechItem != "" {
+	td := c.in.sess.TurnDetection
+	if !c.in.idleArmed || td.Type != wire.TurnServerVAD || td.IdleTimeoutMs <= 0 || c.in.speechItem != "" {
 		return
 	}
-	if c.input.timeline-c.idleFrom < int64(td.IdleTimeoutMs)*hearRate/1000 {
+	if c.in.input.timeline-c.in.idleFrom < int64(td.IdleTimeoutMs)*hearRate/1000 {
 		return
 	}
 	if c.replies.answering() {
 		return
 	}
-	c.idleArmed = false
-	start := max(c.idleFrom, c.input.start)
+	c.in.idleArmed = false
+	start := max(c.in.idleFrom, c.in.input.start)
 	item := wire.NewID("item_")
-	c.send(wire.InputAudioBufferTimeoutTriggered{AudioStartMs: sampleMs(start), AudioEndMs: sampleMs(c.input.timeline), ItemID: item})
-	raw, span := c.input.takeSpan(start, c.input.timeline)
+	c.send(wire.InputAudioBufferTimeoutTriggered{AudioStartMs: sampleMs(start), AudioEndMs: sampleMs(c.in.input.timeline), ItemID: item})
+	raw, span := c.in.input.takeSpan(start, c.in.input.timeline)
 	c.commit(item, raw, span)
 	if td.CreateResponse {
 		if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
@@ -365,7 +365,7 @@ func (c *conversation) checkIdleTimeout() {
 // checkSessionLimit ends the conversation once it has carried the session limit's audio: the
 // input timeline and the audio handed over in items.
 func (c *conversation) checkSessionLimit() {
-	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline+c.itemAudio), hearRate) >= limit {
+	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.in.input.timeline+c.in.itemAudio), hearRate) >= limit {
 		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
 			EndGoingAway, "session limit")
 	}
@@ -373,17 +373,17 @@ func (c *conversation) checkSessionLimit() {
 
 // resetTurn forgets a turn in progress (manual commit, clear).
 func (c *conversation) resetTurn() {
-	if c.detector != nil {
-		c.detector.Reset()
+	if c.in.detector != nil {
+		c.in.detector.Reset()
 	}
-	c.partials.reset()
+	c.in.partials.reset()
 	c.dropSpeculation()
 }
 
 // takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.
 func (c *conversation) takeSpeechItem() string {
-	id := c.speechItem
-	c.speechItem = ""
+	id := c.in.speechItem
+	c.in.speechItem = ""
 	if id == "" {
 		id = wire.NewID("item_")
 	}
@@ -399,7 +399,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	// The audio is kept beside the item, as reply audio is, for retrieve: keptAudio bounds both.
 	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
-		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.input.format}
+		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.in.input.format}
 	prev := c.hist.add(e, "") // counts the item, not its audio (keptAudio bounds that)
 	c.hist.keepTurnAudio(e)
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
@@ -408,7 +408,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(e.item)})
 	c.ledger.turnEnded()
 
-	transcribe := c.sess.Transcription != nil
+	transcribe := c.in.sess.Transcription != nil
 	c.work.Go(func() { c.transcribe(e, pcm, transcribe) })
 }
 
@@ -504,8 +504,8 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	// no more of it than the input buffer holds (decoded whole, it is 4 to 8 times its bytes).
 	heard := it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
 		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0
-	if heard && c.sess.InputFormat.Millis(len(it.Content[0].Audio)) > maxInputAudio {
-		ms := c.sess.InputFormat.Millis(len(it.Content[0].Audio))
+	if heard && c.in.sess.InputFormat.Millis(len(it.Content[0].Audio)) > maxInputAudio {
+		ms := c.in.sess.InputFormat.Millis(len(it.Content[0].Audio))
 		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeAudioTooLong, Param: "item.content[0].audio", EventID: e.ClientEventID(),
 			Message: fmt.Sprintf("Invalid 'item.content[0].audio': %.2f s of audio to transcribe, and an item may carry at most %d s "+
 				"(split it, or send its transcript with it).", ms/1000, maxInputAudio/1000)})
@@ -517,8 +517,8 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	}
 	var pcm []float32
 	if heard {
-		if samples, err := decodeInput(c.sess.InputFormat, it.Content[0].Audio); err == nil {
-			pcm = audio.Resample(samples, c.sess.InputFormat.SampleRate(), hearRate)
+		if samples, err := decodeInput(c.in.sess.InputFormat, it.Content[0].Audio); err == nil {
+			pcm = audio.Resample(samples, c.in.sess.InputFormat.SampleRate(), hearRate)
 			ent.ready = make(chan struct{})
 		}
 	}
@@ -538,11 +538,11 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 	if ent.ready != nil {
-		transcribe := c.sess.Transcription != nil
+		transcribe := c.in.sess.Transcription != nil
 		c.work.Go(func() { c.transcribe(ent, pcm, transcribe) })
 	}
 	if len(pcm) > 0 {
-		c.itemAudio += int64(len(pcm))
+		c.in.itemAudio += int64(len(pcm))
 		c.checkSessionLimit()
 	}
 }

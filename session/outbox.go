@@ -187,7 +187,7 @@ func (c *conversation) sendWritten(ev wire.ServerEvent) {
 
 // answered observes the answer latency at a reply's first audio after the user's turn ended.
 func (c *conversation) answered() {
-	if since := c.answerSince.Swap(0); since != 0 {
+	if since := c.turns.answerSince.Swap(0); since != 0 {
 		c.srv.metrics.answer.Observe(time.Since(time.Unix(0, since)).Seconds())
 	}
 }

@@ -36,7 +36,7 @@ type settledDetector struct {
 
 func (d *settledDetector) Feed(pcm []float32, at int64) ([]turn.Event, error) {
 	guard := time.Now().Add(10 * time.Second) // a deadlock guard, not a timing claim
-	for d.c.partials.busy.Load() != 0 {
+	for d.c.in.partials.busy.Load() != 0 {
 		if time.Now().After(guard) {
 			panic("a partial decode did not return within 10 s")
 		}

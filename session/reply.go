@@ -92,7 +92,7 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 		return refuse(we)
 	}
 
-	cfg := c.sess.ForResponse(p)
+	cfg := c.in.sess.ForResponse(p)
 	var input []wire.Item
 	if p.Input.Set() {
 		input = p.Input.Value
@@ -530,7 +530,7 @@ func (run *replyRun) say(piece string) error {
 	}
 	run.spoken += sent
 	if sent > 0 && !run.r.outOfBand {
-		c.assistantAudio.Store(true)
+		c.turns.assistantAudio.Store(true)
 	}
 	c.hist.spoke(run.msg, piece, sent)
 	return err
@@ -691,7 +691,7 @@ func (run *replyRun) finish(err error) {
 	c.replies.end(r, c.srv.cfg.IdleTimeout)
 	c.send(wire.ResponseDone{Response: done})
 	if !r.outOfBand {
-		c.replyEnded.Store(1 + int64(run.spoken))
+		c.turns.replyEnded.Store(1 + int64(run.spoken))
 	}
 	close(r.done)
 	c.ledger.turnEnded()

@@ -32,7 +32,7 @@ import (
 // first audio goes out at once. The held audio reaches no client and no meter before the reply
 // sends it as its own (say), and is dropped with the speculation.
 //
-// Owners: the input goroutine starts a speculation and holds it (inputSide.spec) until the turn
+// Owners: the input goroutine starts a speculation and holds it (c.in.spec) until the turn
 // ends; then the reply started for the turn holds it (reply.spec) and adopts or drops it. The
 // mind's goroutine runs on c.work (run waits for it) and ends once its ctx is cancelled: whoever
 // drops a speculation cancels it, never waiting on the network.
@@ -77,10 +77,10 @@ type speculation struct {
 // words is dropped first.
 func (c *conversation) speculate(text string) {
 	norm := normalise(text)
-	if !c.srv.cfg.Speculate || !c.sess.TurnDetection.CreateResponse || c.speechItem == "" || norm == "" {
+	if !c.srv.cfg.Speculate || !c.in.sess.TurnDetection.CreateResponse || c.in.speechItem == "" || norm == "" {
 		return
 	}
-	if c.spec != nil && c.spec.text == norm {
+	if c.in.spec != nil && c.in.spec.text == norm {
 		return
 	}
 	c.dropSpeculation()
@@ -89,7 +89,7 @@ func (c *conversation) speculate(text string) {
 	}
 	items := append(c.hist.snapshot(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
-	cfg := c.sess.ForResponse(wire.ResponseParams{})
+	cfg := c.in.sess.ForResponse(wire.ResponseParams{})
 	req := mindRequest(cfg, items)
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &speculation{c: c, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
@@ -97,13 +97,13 @@ func (c *conversation) speculate(text string) {
 	if !cfg.TextOnly && c.engines.Voice != nil {
 		s.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
 	}
-	c.spec = s
+	c.in.spec = s
 	m := c.engines.Mind
 	if t, ok := m.(timedMind); ok {
 		m = t.Mind // the reply that adopts it observes the first token it waited for
 	}
 	c.srv.metrics.speculations.WithLabelValues(specStarted).Inc()
-	c.log.Debug("speculative mind call started", "item", c.speechItem)
+	c.log.Debug("speculative mind call started", "item", c.in.speechItem)
 	c.work.Go(func() {
 		defer close(s.done)
 		s.reply, s.err = m.Answer(ctx, req, s.hold)
@@ -115,14 +115,14 @@ func (c *conversation) speculate(text string) {
 
 // dropSpeculation cancels the turn's speculation, if any (input goroutine).
 func (c *conversation) dropSpeculation() {
-	c.spec.drop()
-	c.spec = nil
+	c.in.spec.drop()
+	c.in.spec = nil
 }
 
 // takeSpeculation hands the turn's speculation to whoever ends the turn (input goroutine).
 func (c *conversation) takeSpeculation() *speculation {
-	s := c.spec
-	c.spec = nil
+	s := c.in.spec
+	c.in.spec = nil
 	return s
 }
 
