@@ -66,28 +66,6 @@ type conversation struct {
 	ledger  ledger
 }
 
-// inputSide is owned by the input goroutine (run): client events and input audio are handled
-// there, one at a time.
-type inputSide struct {
-	dialect     wire.Dialect
-	sessionSeen bool // a session.update decided the dialect
-	sess        wire.Session
-	input       inputBuffer
-	detector    turn.Detector // nil without turn detection
-	detectBase  int64         // timeline sample (16 kHz) of the detector's first feed: its positions count from here
-	squelch     Squelch
-	speechItem  string // the user item named by speech_started, until committed
-	partials    partials
-	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
-	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
-	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
-	// the end of the last response's audio) while armed; speech disarms it.
-	idleArmed bool
-	idleFrom  int64
-	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
-	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
-}
-
 // handoff is what replies and the input goroutine tell each other (atomics).
 type handoff struct {
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has

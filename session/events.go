@@ -179,15 +179,22 @@ func (c *conversation) hearPiece(raw []byte, eventID string) bool {
 	return c.heard(pcm)
 }
 
-// heard runs one step of input audio, decoded and buffered at 16 kHz, through the rest of the
-// pipeline (see hearPiece).
+// heard acts on one step of input audio, decoded and buffered at 16 kHz, once the input side
+// has heard it (inputSide.hear: the turn detector, then the squelch): the failures are reported,
+// what the squelch passed is billed, then the turn events act (see hearPiece).
 func (c *conversation) heard(pcm []float32) bool {
-	events := c.detectTurns(pcm)
-	if !c.ledger.heard(c.squelched(pcm)) {
+	h := c.in.hear(pcm)
+	if h.detectErr != nil {
+		c.sendError(h.detectErr)
+	}
+	if h.squelchErr != nil {
+		c.log.Error("squelch failed; billing the audio as heard", "err", h.squelchErr)
+	}
+	if !c.ledger.heard(h.speech) {
 		return false
 	}
-	for _, te := range events {
-		c.turnEvent(te)
+	for _, ev := range h.turns {
+		c.turnEvent(ev)
 	}
 	c.checkIdleTimeout()
 	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
@@ -223,38 +230,12 @@ func (c *conversation) bufferFull(eventID string) {
 // reply with create_response). The detector starts afresh, so speech that goes on is a new turn.
 func (c *conversation) endHeldTurn() {
 	c.log.Info("a turn held to the input buffer's bound was ended there", "bound_ms", maxInputAudio)
-	c.turnEvent(turn.SpeechStopped{End: c.in.input.timeline - c.in.detectBase})
+	c.turnEvent(turn.SpeechStopped{End: c.in.input.timeline})
 	c.in.detector.Reset()
 	c.in.partials.reset()
 }
 
-// detectTurns feeds the turn detector (when there is one) pcm, the audio just buffered, and
-// returns the turns it found; its positions count from detectBase.
-func (c *conversation) detectTurns(pcm []float32) []turn.Event {
-	if c.in.detector == nil {
-		return nil
-	}
-	events, err := c.in.detector.Feed(pcm, c.in.input.timeline-int64(len(pcm))-c.in.detectBase)
-	if err != nil {
-		c.sendError(fmt.Errorf("turn detection: %w", err))
-	}
-	return events
-}
-
-// squelched is how many samples of pcm are speech (all of them without a squelch, or when it fails).
-func (c *conversation) squelched(pcm []float32) int {
-	if c.in.squelch == nil {
-		return len(pcm)
-	}
-	passed, err := c.in.squelch.Push(pcm)
-	if err != nil {
-		c.log.Error("squelch failed; billing the audio as heard", "err", err)
-		return len(pcm)
-	}
-	return len(passed)
-}
-
-// turnEvent acts on one turn the detector found: the user took the floor (speech_started; a
+// turnEvent acts on one turn the detector found (positions on the session's timeline): the user took the floor (speech_started; a
 // reply in progress is cut when the session says so) or yielded it (speech_stopped, the turn's
 // audio committed, a reply started when the session says so); or on a hint about the turn held
 // (semantic_vad: speculate on it, drop the speculation, decode the partial at a pause).
@@ -272,11 +253,11 @@ func (c *conversation) turnEvent(ev turn.Event) {
 		}
 	case turn.SpeechStarted:
 		if c.in.speechItem == "" {
-			c.speechStarted(max(c.in.detectBase+ev.Start, 0))
+			c.speechStarted(ev.Start)
 		}
 	case turn.SpeechStopped:
 		if c.in.speechItem != "" {
-			c.speechStopped(max(c.in.detectBase+ev.End, 0), ev.SpeechEnd)
+			c.speechStopped(ev.End, ev.SpeechEnd)
 		}
 	}
 }
@@ -297,14 +278,14 @@ func (c *conversation) speechStarted(at int64) {
 }
 
 // speechStopped: the user yielded the floor at timeline sample at; speechEnd is where their last
-// speech ended on the detector's clock (0: not said).
+// speech ended (0: not said).
 func (c *conversation) speechStopped(at, speechEnd int64) {
 	end := min(at, c.in.input.timeline)
 	c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.in.speechItem})
 	turnEnd := time.Now()
 	if speechEnd > 0 {
 		// The audio after the last speech that had to arrive before the turn was decided.
-		wait := time.Duration(c.in.input.timeline-(c.in.detectBase+speechEnd)) * time.Second / hearRate
+		wait := time.Duration(c.in.input.timeline-speechEnd) * time.Second / hearRate
 		c.srv.metrics.turnWait.Observe(wait.Seconds())
 		turnEnd = turnEnd.Add(-wait)
 	}

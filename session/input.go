@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -52,6 +53,90 @@ const (
 // steps of it, so that one large append (up to 16 MiB: 26 min of G.711) is never decoded whole,
 // and under a detector the buffer's bound is checked between steps.
 const hearStep = 1000 // ms
+
+// inputSide is owned by the input goroutine (run): client events and input audio are handled
+// there, one at a time.
+type inputSide struct {
+	dialect     wire.Dialect
+	sessionSeen bool // a session.update decided the dialect
+	sess        wire.Session
+	input       inputBuffer
+	detector    turn.Detector // nil without turn detection
+	detectBase  int64         // timeline sample (16 kHz) of the detector's first feed: its positions count from here
+	squelch     Squelch
+	speechItem  string // the user item named by speech_started, until committed
+	partials    partials
+	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
+	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
+	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
+	// the end of the last response's audio) while armed; speech disarms it.
+	idleArmed bool
+	idleFrom  int64
+	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
+	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
+}
+
+// heard is what one step of input audio caused, as the input side decides it without sending
+// anything: the conversation acts on it (conversation.heard).
+type heard struct {
+	speech int          // samples the squelch passed: billed as heard (all without a squelch)
+	turns  []turn.Event // the turn detector's events, positions on the session's timeline
+	// detectErr: the turn detector failed (reported to the client; the audio is still heard).
+	detectErr error
+	// squelchErr: the squelch failed (logged; all the audio is billed as heard).
+	squelchErr error
+}
+
+// hear runs one step of audio, already buffered at 16 kHz (pcm ends the timeline), through the
+// input side's models: the turn detector hears it before anything else, then the squelch says
+// what of it is speech.
+func (in *inputSide) hear(pcm []float32) heard {
+	h := heard{speech: len(pcm)}
+	if in.detector != nil {
+		evs, err := in.detector.Feed(pcm, in.input.timeline-int64(len(pcm))-in.detectBase)
+		if err != nil {
+			h.detectErr = fmt.Errorf("turn detection: %w", err)
+		}
+		h.turns = in.onTimeline(evs)
+	}
+	if in.squelch != nil {
+		if passed, err := in.squelch.Push(pcm); err != nil {
+			h.squelchErr = err
+		} else {
+			h.speech = len(passed)
+		}
+	}
+	return h
+}
+
+// onTimeline places the detector's events, whose positions count from detectBase, on the
+// session's timeline (never before its start).
+func (in *inputSide) onTimeline(evs []turn.Event) []turn.Event {
+	at := func(pos int64) int64 { return max(in.detectBase+pos, 0) }
+	for i, ev := range evs {
+		switch e := ev.(type) {
+		case turn.SpeechStarted:
+			e.Start = at(e.Start)
+			evs[i] = e
+		case turn.SpeechStopped:
+			e.End = at(e.End)
+			if e.SpeechEnd > 0 { // 0: the detector does not say
+				e.SpeechEnd = at(e.SpeechEnd)
+			}
+			evs[i] = e
+		case turn.EndLikely:
+			e.At = at(e.At)
+			evs[i] = e
+		case turn.EndUnlikely:
+			e.At = at(e.At)
+			evs[i] = e
+		case turn.Paused:
+			e.At = at(e.At)
+			evs[i] = e
+		}
+	}
+	return evs
+}
 
 // inputBuffer is the user audio not yet committed, in the session's input format (raw) and at
 // 16 kHz (pcm). Owned by the input goroutine.
