@@ -81,16 +81,16 @@ func (h *history) cutPlayback(played int64) (resp string, cutAny bool, truncated
 // play queues one delta's audio (24 kHz) on the player, after counting it on the timeline; the
 // reply's audio is paced by the player (Play blocks while its buffer is full).
 func (run *replyRun) play(piece string, pcm []int16) error {
-	c := run.c
+	p := run.p
 	n := len(pcm)
-	gen := c.hist.queuePlay(run.msg, run.r.id, piece, n)
+	gen := p.hist.queuePlay(run.msg, run.r.id, piece, n)
 	if !run.r.outOfBand {
-		c.hist.keepAudio(run.msg, wire.PCM16, audio.Int16ToBytes(pcm))
+		p.hist.keepAudio(run.msg, wire.PCM16, audio.Int16ToBytes(pcm))
 	}
-	c.answered()
-	err := c.media.Player.Play(run.ctx, run.r.id, pcm)
+	p.answered()
+	err := p.player.Play(run.ctx, run.r.id, pcm)
 	if err != nil {
-		c.hist.unqueuePlay(run.msg, gen, n) // not queued
+		p.hist.unqueuePlay(run.msg, gen, n) // not queued
 	}
 	return err
 }

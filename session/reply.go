@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -97,10 +98,11 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 	if p.Input.Set() {
 		input = p.Input.Value
 	}
+	parts := c.replyParts()
 	c.work.Go(func() {
 		defer cancel(nil)
 		defer c.hist.hold(-inBytes)
-		c.respond(r, cfg, input)
+		parts.respond(r, cfg, input)
 	})
 	return nil
 }
@@ -236,7 +238,7 @@ const pipeDepth = 8
 // replyRun is one response's output state, owned by its writer goroutine (the one that runs the
 // ops the mind's stream queues, in order); splitter belongs to the mind's goroutine.
 type replyRun struct {
-	c    *conversation
+	p    *replyParts
 	r    *reply
 	cfg  wire.Session
 	resp wire.Response
@@ -264,22 +266,56 @@ type replyRun struct {
 	pieces  int // pieces said (the writer's)
 }
 
+// replyParts are the parts of the conversation a reply works with, and nothing else of it:
+// the items (hist), the outbox (send), the ledger, the replies running, the handoff to the input
+// goroutine, the engines it speaks and thinks with. Set once by the conversation (replyParts);
+// every one is safe from the reply's goroutines.
+type replyParts struct {
+	ctx     context.Context // the conversation's: its end ends every reply
+	log     *slog.Logger
+	metrics *metrics
+	convID  string
+	send    func(wire.ServerEvent) // the outbox
+	hist    *history
+	ledger  *ledger
+	replies *replies
+	turns   *handoff
+	voice   Voice
+	mind    mind.Mind
+	player  Player // the transport's (nil: audio in delta events)
+	// idleTimeout restarts the idle timer at the reply's end; now is the server's clock.
+	idleTimeout time.Duration
+	now         func() time.Time
+	// quotaExceeded stops the replies and closes the conversation (the ledger's exhausted);
+	// answered observes the answer latency at a reply's first audio on a player.
+	quotaExceeded func()
+	answered      func()
+}
+
+// replyParts hands a reply the parts it works with.
+func (c *conversation) replyParts() *replyParts {
+	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
+		hist: &c.hist, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
+		voice: c.engines.Voice, mind: c.engines.Mind, player: c.media.Player,
+		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
+}
+
 // respond runs the mind and speaks its answer.
-func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
+func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	defer r.spec.drop() // cancelled when done with; counted as discarded unless adopted
 	if r.prev != nil {
 		select {
 		case <-r.prev:
-		case <-c.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		}
 	}
-	convID := c.convID
+	convID := p.convID
 	if r.outOfBand {
 		convID = "" // null: not written to the conversation
 	}
-	run := &replyRun{c: c, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
-		speak: !cfg.TextOnly && c.engines.Voice != nil, calls: map[int]*entry{}}
+	run := &replyRun{p: p, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
+		speak: !cfg.TextOnly && p.voice != nil, calls: map[int]*entry{}}
 	if run.speak {
 		run.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
 		run.codec = codecOf(cfg.OutputFormat)
@@ -289,15 +325,15 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	}
 	created := run.resp
 	created.Output = nil
-	c.send(wire.ResponseCreated{Response: created})
-	c.send(wire.RateLimitsUpdated{RateLimits: c.ledger.rateLimits(c.srv.cfg.Now())})
+	p.send(wire.ResponseCreated{Response: created})
+	p.send(wire.RateLimitsUpdated{RateLimits: p.ledger.rateLimits(p.now())})
 
-	err := c.waitTranscripts(r.ctx)
+	err := p.waitTranscripts(r.ctx)
 	if err == nil {
-		req := mindRequest(cfg, c.hist.snapshot(input))
-		m := c.engines.Mind
+		req := mindRequest(cfg, p.hist.snapshot(input))
+		m := p.mind
 		if r.spec.adopt(req) {
-			m = timedMind{Mind: r.spec, first: c.srv.metrics.mindFirst}
+			m = timedMind{Mind: r.spec, first: p.metrics.mindFirst}
 			run.adopted = r.spec
 		} else {
 			r.spec.drop()
@@ -374,8 +410,8 @@ func toolChoice(tc wire.ToolChoice) string {
 }
 
 // waitTranscripts waits until every committed user audio item has its words.
-func (c *conversation) waitTranscripts(ctx context.Context) error {
-	for _, ch := range c.hist.transcribing() {
+func (p *replyParts) waitTranscripts(ctx context.Context) error {
+	for _, ch := range p.hist.transcribing() {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -408,7 +444,7 @@ func (run *replyRun) delta(d mind.Delta) error {
 			text := d.Text
 			if err := run.queue(func() error {
 				run.text.WriteString(text)
-				run.c.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: text})
+				run.p.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: text})
 				return nil
 			}); err != nil {
 				return err
@@ -433,16 +469,16 @@ func (run *replyRun) openMessage() {
 	if run.msg != nil {
 		return
 	}
-	c := run.c
+	p := run.p
 	e := &entry{item: wire.Item{ID: wire.NewID("item_"), Type: wire.ItemMessage, Status: wire.ItemInProgress,
 		Role: wire.RoleAssistant, Content: []wire.ContentPart{}}}
 	run.msg, run.msgIdx = e, len(run.outputs)
 	run.outputs = append(run.outputs, e)
-	c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
+	p.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
 	run.addToConversation(e)
 	part := run.contentPart()
-	c.hist.edit(e, func(it *wire.Item) { it.Content = []wire.ContentPart{part} })
-	c.send(wire.ResponseContentPartAdded{ResponseID: run.r.id, ItemID: e.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0, Part: part})
+	p.hist.edit(e, func(it *wire.Item) { it.Content = []wire.ContentPart{part} })
+	p.send(wire.ResponseContentPartAdded{ResponseID: run.r.id, ItemID: e.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0, Part: part})
 }
 
 // contentPart is the message's part as it stands.
@@ -464,12 +500,12 @@ func (run *replyRun) say(piece string) error {
 	if err := run.ctx.Err(); err != nil {
 		return err
 	}
-	c := run.c
+	p := run.p
 	if run.text.Len() > 0 {
 		piece = " " + piece
 	}
 	run.text.WriteString(piece)
-	c.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
+	p.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
 	sent := 0
 	err := run.synthesize(strings.TrimSpace(piece), func(pcm []int16) error {
 		for len(pcm) > 0 {
@@ -477,13 +513,13 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
-			if c.media.Player != nil {
+			if p.player != nil {
 				// Over a player the seconds are what it plays: takePlayed counts and spends them
 				// (in meterNow, and each second), so nothing is reserved here.
 				if err := run.play(piece, pcm[:n]); err != nil {
 					return err
 				}
-				c.ledger.meterNow()
+				p.ledger.meterNow()
 				sent += n
 				pcm = pcm[n:]
 				if errors.Is(context.Cause(run.ctx), errQuota) {
@@ -496,25 +532,25 @@ func (run *replyRun) say(piece string) error {
 			// before the quota close another reply queues once the budget is gone, so every second
 			// metered reaches the client.
 			want := time.Duration(n) * time.Second / speakRate
-			c.ledger.speakMu.Lock()
-			got := c.ledger.reserve(want)
+			p.ledger.speakMu.Lock()
+			got := p.ledger.reserve(want)
 			if got < want {
 				n = int(got * speakRate / time.Second)
 			}
 			if n > 0 {
 				run.emitAudio(run.encode(pcm[:n]))
-				c.ledger.spokenSamples.Add(int64(n))
+				p.ledger.spokenSamples.Add(int64(n))
 			}
 			if got < want {
-				c.quotaExceeded()
+				p.quotaExceeded()
 			}
-			c.ledger.speakMu.Unlock()
+			p.ledger.speakMu.Unlock()
 			if n > 0 {
-				c.ledger.meterNow() // durable before the next delta goes out
+				p.ledger.meterNow() // durable before the next delta goes out
 				sent += n
 				pcm = pcm[n:]
 			}
-			c.ledger.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
+			p.ledger.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
 			if got < want {
 				return errQuota
 			}
@@ -523,16 +559,16 @@ func (run *replyRun) say(piece string) error {
 	})
 	if run.out != nil && err == nil {
 		// The resampler holds its delay back: a piece's audio ends with the piece.
-		if tail := run.out.Flush(); len(tail) > 0 && c.media.Player == nil {
+		if tail := run.out.Flush(); len(tail) > 0 && p.player == nil {
 			run.emitAudio(run.codec.Encode(audio.Float32ToInt16(tail)))
 		}
 		run.out.Reset()
 	}
 	run.spoken += sent
 	if sent > 0 && !run.r.outOfBand {
-		c.turns.assistantAudio.Store(true)
+		p.turns.assistantAudio.Store(true)
 	}
-	c.hist.spoke(run.msg, piece, sent)
+	p.hist.spoke(run.msg, piece, sent)
 	return err
 }
 
@@ -553,14 +589,14 @@ func (run *replyRun) synthesize(piece string, emit func([]int16) error) error {
 			return emit(pcm)
 		}
 	}
-	return run.c.engines.Voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
+	return run.p.voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
 }
 
 // emitAudio sends one audio delta event and keeps its bytes on the message for retrieve.
 func (run *replyRun) emitAudio(b []byte) {
-	run.c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
+	run.p.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
 	if !run.r.outOfBand {
-		run.c.hist.keepAudio(run.msg, run.cfg.OutputFormat, b)
+		run.p.hist.keepAudio(run.msg, run.cfg.OutputFormat, b)
 	}
 }
 
@@ -574,7 +610,7 @@ func (run *replyRun) encode(pcm []int16) []byte {
 
 // callDelta starts or extends a function_call item.
 func (run *replyRun) callDelta(d *mind.CallDelta) {
-	c := run.c
+	p := run.p
 	e := run.calls[d.Index]
 	if e == nil {
 		callID := d.ID
@@ -586,11 +622,11 @@ func (run *replyRun) callDelta(d *mind.CallDelta) {
 		run.calls[d.Index] = e
 		idx := len(run.outputs)
 		run.outputs = append(run.outputs, e)
-		c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
+		p.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
 		run.addToConversation(e)
 	}
 	if d.Name != "" {
-		c.hist.edit(e, func(it *wire.Item) {
+		p.hist.edit(e, func(it *wire.Item) {
 			if it.Name == "" {
 				it.Name = d.Name
 			}
@@ -599,8 +635,8 @@ func (run *replyRun) callDelta(d *mind.CallDelta) {
 	if d.Arguments == "" {
 		return
 	}
-	c.hist.edit(e, func(it *wire.Item) { it.Arguments += d.Arguments })
-	c.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
+	p.hist.edit(e, func(it *wire.Item) { it.Arguments += d.Arguments })
+	p.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
 		OutputIndex: run.outputIndex(e), CallID: e.item.CallID, Delta: d.Arguments})
 }
 
@@ -609,8 +645,8 @@ func (run *replyRun) addToConversation(e *entry) {
 	if run.r.outOfBand {
 		return
 	}
-	prev := run.c.hist.add(e, "")
-	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
+	prev := run.p.hist.add(e, "")
+	run.p.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
 func (run *replyRun) outputIndex(e *entry) int {
@@ -625,8 +661,8 @@ func (run *replyRun) outputIndex(e *entry) int {
 // finish closes every item and sends response.done: completed, cancelled (turn_detected or
 // client_cancelled), or failed (an error event first; the session lives on).
 func (run *replyRun) finish(err error) {
-	c, r := run.c, run.r
-	if c.ctx.Err() != nil {
+	p, r := run.p, run.r
+	if p.ctx.Err() != nil {
 		close(r.done)
 		return // the conversation is over: nobody to tell
 	}
@@ -644,8 +680,8 @@ func (run *replyRun) finish(err error) {
 		status, itemStatus = wire.ResponseFailed, wire.ItemIncomplete
 		we := replyError(err)
 		details = &wire.StatusDetails{Type: wire.ResponseFailed, Error: we}
-		c.log.Error("response failed", "response", r.id, "err", err)
-		c.send(we)
+		p.log.Error("response failed", "response", r.id, "err", err)
+		p.send(we)
 	}
 
 	for i, e := range run.outputs {
@@ -654,23 +690,23 @@ func (run *replyRun) finish(err error) {
 			p := run.contentPart()
 			part = &p
 		}
-		it, prev := c.hist.closeOutput(e, itemStatus, part)
+		it, prev := p.hist.closeOutput(e, itemStatus, part)
 		if e == run.msg {
 			ref := run.part()
 			if run.speak {
-				c.send(wire.ResponseAudioDone{PartRef: ref})
-				c.send(wire.ResponseAudioTranscriptDone{PartRef: ref, Transcript: run.text.String()})
+				p.send(wire.ResponseAudioDone{PartRef: ref})
+				p.send(wire.ResponseAudioTranscriptDone{PartRef: ref, Transcript: run.text.String()})
 			} else {
-				c.send(wire.ResponseTextDone{PartRef: ref, Text: run.text.String()})
+				p.send(wire.ResponseTextDone{PartRef: ref, Text: run.text.String()})
 			}
-			c.send(wire.ResponseContentPartDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i, ContentIndex: 0, Part: it.Content[0]})
+			p.send(wire.ResponseContentPartDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i, ContentIndex: 0, Part: it.Content[0]})
 		} else {
-			c.send(wire.ResponseFunctionCallArgumentsDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i,
+			p.send(wire.ResponseFunctionCallArgumentsDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i,
 				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 		}
-		c.send(wire.ResponseOutputItemDone{ResponseID: r.id, OutputIndex: i, Item: it})
+		p.send(wire.ResponseOutputItemDone{ResponseID: r.id, OutputIndex: i, Item: it})
 		if !r.outOfBand {
-			c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+			p.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 		}
 	}
 
@@ -678,23 +714,23 @@ func (run *replyRun) finish(err error) {
 	done.Status, done.StatusDetails = status, details
 	done.Output = make([]wire.Item, 0, len(run.outputs))
 	for _, e := range run.outputs {
-		it := c.hist.clone(e)
+		it := p.hist.clone(e)
 		for i := range it.Content {
 			it.Content[i].Audio = nil
 		}
 		done.Output = append(done.Output, it)
 	}
 	done.Usage = &wire.Usage{
-		HeardSeconds:  float64(c.ledger.heardForReply.Swap(0)) / hearRate,
+		HeardSeconds:  float64(p.ledger.heardForReply.Swap(0)) / hearRate,
 		SpokenSeconds: float64(run.spoken) / speakRate,
 	}
-	c.replies.end(r, c.srv.cfg.IdleTimeout)
-	c.send(wire.ResponseDone{Response: done})
+	p.replies.end(r, p.idleTimeout)
+	p.send(wire.ResponseDone{Response: done})
 	if !r.outOfBand {
-		c.turns.replyEnded.Store(1 + int64(run.spoken))
+		p.turns.replyEnded.Store(1 + int64(run.spoken))
 	}
 	close(r.done)
-	c.ledger.turnEnded()
+	p.ledger.turnEnded()
 }
 
 // replyError is the error event for a failed reply, safe to show.
