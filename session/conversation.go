@@ -46,7 +46,6 @@ type conversation struct {
 	t       Transport
 	media   Media
 	grant   Grant
-	enc     *wire.Encoder // its dialect is an atomic: set by the input goroutine, read by senders
 	convID  string
 	engines Engines
 
@@ -59,7 +58,7 @@ type conversation struct {
 	backlog backlog
 
 	in      inputSide
-	outbox  // the writer's queue (outbox.go): left embedded while the door kit's writer replaces its loop
+	outbox  outbox
 	turns   handoff
 	hist    history
 	replies replies
@@ -89,14 +88,14 @@ func (s *Server) Converse(ctx context.Context, t Transport, g Grant, d wire.Dial
 
 func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model string) *conversation {
 	c := &conversation{srv: s, log: s.log, t: t, grant: g, engines: s.cfg.Engines.timed(s.metrics),
-		enc: wire.NewEncoder(d), convID: wire.NewID("conv_")}
+		convID: wire.NewID("conv_")}
 	if t != nil {
 		c.media = t.Media()
 	}
 	c.in.dialect = d
 	c.in.input.track = c.media.TrackInput
 	c.in.sess = wire.NewSession(wire.NewID("sess_"), model)
-	c.out = make(chan frame, outQueue)
+	c.outbox = outbox{t: t, enc: wire.NewEncoder(d), log: c.log, out: make(chan frame, outQueue)}
 	c.ledger = ledger{meter: c.engines.Meter, budget: c.engines.Budget, principal: g.Principal, player: c.media.Player,
 		log: c.log, kick: make(chan struct{}, 1), exhausted: c.quotaExceeded}
 	c.backlog.freed = make(chan struct{}, 1)
@@ -112,12 +111,13 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 // run is the input goroutine. It returns when the client leaves, the session ends, or ctx is done.
 func (c *conversation) run(parent context.Context) {
 	c.ctx, c.cancel = context.WithCancel(parent)
+	c.outbox.ctx, c.outbox.cancel = c.ctx, c.cancel
 	c.ledger.ctx = c.ctx
 	if h, ok := c.engines.Meter.(MeterHolder); ok {
 		defer h.Hold()() // released after the last flush below (defers run last-in first-out)
 	}
 	var writer, meter sync.WaitGroup
-	writer.Go(c.writeLoop)
+	writer.Go(c.outbox.writeLoop)
 	meter.Go(c.ledger.meterLoop)
 	if t := c.srv.cfg.Sockets; t != nil {
 		meter.Go(func() { c.drainOn(t.Draining()) })
@@ -166,13 +166,13 @@ func (c *conversation) run(parent context.Context) {
 	for {
 		in, err := c.t.Receive(c.ctx)
 		if err != nil {
-			if c.ctx.Err() == nil && !c.closed.Load() && !errors.Is(err, ErrClientClosed) {
+			if c.ctx.Err() == nil && !c.outbox.closed.Load() && !errors.Is(err, ErrClientClosed) {
 				c.log.Debug("realtime read ended", "err", err)
 			}
 			return
 		}
 		idle.Reset(idleTimeout)
-		if c.closed.Load() {
+		if c.outbox.closed.Load() {
 			c.awaitClose()
 			return
 		}

@@ -46,7 +46,7 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			c.send(wire.ErrRetrieveUnknownItem(e.ItemID, id))
 			return
 		}
-		c.sendWritten(wire.ConversationItemRetrieved{Item: it})
+		c.outbox.sendWritten(wire.ConversationItemRetrieved{Item: it})
 	case *wire.ConversationItemTruncate:
 		if err := c.hist.truncate(e); err != nil {
 			c.send(err)
@@ -95,7 +95,7 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 	c.in.sessionSeen = true
 	if d != c.in.dialect {
 		c.in.dialect = d
-		c.enc.SetDialect(d)
+		c.outbox.enc.SetDialect(d)
 	}
 	prev := c.in.sess
 	c.in.sess = next
@@ -133,7 +133,7 @@ func (c *conversation) trackAudio(pcm []float32) {
 		return
 	}
 	step := hearRate * hearStep / 1000
-	for len(pcm) > 0 && !c.closed.Load() {
+	for len(pcm) > 0 && !c.outbox.closed.Load() {
 		n := min(len(pcm), step)
 		c.in.input.appendSamples(pcm[:n])
 		if !c.heard(pcm[:n]) {
@@ -154,7 +154,7 @@ func (c *conversation) hear(raw []byte, eventID string) {
 		return
 	}
 	step := c.in.input.stepBytes()
-	for len(raw) > 0 && !c.closed.Load() {
+	for len(raw) > 0 && !c.outbox.closed.Load() {
 		n := min(len(raw), step)
 		if !c.hearPiece(raw[:n], eventID) {
 			return

@@ -230,7 +230,7 @@ func (l *ledger) reserve(d time.Duration) time.Duration {
 // ledger's exhausted).
 func (c *conversation) quotaExceeded() {
 	c.cancelReply("", errQuota)
-	if !c.closed.Load() {
+	if !c.outbox.closed.Load() {
 		c.closeWith(&wire.Error{Type: codeQuota, Code: codeQuota,
 			Message: "This principal has used its speech seconds for today."}, EndPolicy, "quota exceeded")
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,16 @@ type frame struct {
 
 // outbox is the queue to the writer goroutine. send and closeWith are safe from any goroutine;
 // writeLoop is the writer, the only caller of Transport.Send and Transport.Close while it runs.
+// Its fields but the queue's are set by newConversation (ctx and cancel, the conversation's, by
+// run before the writer starts) and only read after: the writer ends the conversation (cancel)
+// when the transport fails or a close was written.
 type outbox struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	t      Transport
+	enc    *wire.Encoder // its dialect is an atomic: set by the input goroutine, read by senders
+	log    *slog.Logger
+
 	out    chan frame  // to the writer
 	closed atomic.Bool // a close has been queued; further events are dropped
 
@@ -46,30 +56,30 @@ type outbox struct {
 }
 
 // writeLoop is the only goroutine that writes to the transport, on the session's context.
-func (c *conversation) writeLoop() {
+func (o *outbox) writeLoop() {
 	for {
 		select {
-		case <-c.ctx.Done():
+		case <-o.ctx.Done():
 			return
-		case f := <-c.out:
+		case f := <-o.out:
 			if f.data == nil {
-				c.t.Close(f.end, f.reason)
-				c.cancel()
+				o.t.Close(f.end, f.reason)
+				o.cancel()
 				return
 			}
 			// A write stuck this long: the client stopped reading. Bounded here too, not only
 			// in send: with fewer than outQueue events waiting no sender stalls, and a close
 			// (idle, drain) queued behind the stuck write would never be reached.
-			wctx, done := context.WithTimeout(c.ctx, slowClientTimeout)
-			err := c.t.Send(wctx, f.data)
-			stuck := c.ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
+			wctx, done := context.WithTimeout(o.ctx, slowClientTimeout)
+			err := o.t.Send(wctx, f.data)
+			stuck := o.ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
 			done()
-			c.dequeued(len(f.data))
+			o.dequeued(len(f.data))
 			if err != nil {
 				if stuck {
-					c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
+					o.log.Warn("realtime client stopped reading; closing", "queued", len(o.out), "waited", slowClientTimeout)
 				}
-				c.cancel()
+				o.cancel()
 				return
 			}
 			if f.written != nil {
@@ -80,27 +90,28 @@ func (c *conversation) writeLoop() {
 }
 
 // send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
-// when the session ends. Safe from any goroutine.
+// when the session ends. Safe from any goroutine. A reply's first audio delta after the user's
+// turn ended observes the answer latency (answered).
 func (c *conversation) send(ev wire.ServerEvent) {
-	b := c.encodeEvent(ev)
+	b := c.outbox.encodeEvent(ev)
 	if b == nil {
 		return
 	}
 	if _, audio := ev.(wire.ResponseAudioDelta); audio {
 		c.answered()
 	}
-	c.enqueue(frame{data: b})
+	c.outbox.enqueue(frame{data: b})
 }
 
 // encodeEvent encodes ev for the writer: nil when nothing is to be sent (a close is queued, the
 // dialect has no such event, or it could not be encoded: logged).
-func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
-	if c.closed.Load() {
+func (o *outbox) encodeEvent(ev wire.ServerEvent) []byte {
+	if o.closed.Load() {
 		return nil
 	}
-	b, err := c.enc.Encode(ev)
+	b, err := o.enc.Encode(ev)
 	if err != nil {
-		c.log.Error("encode server event", "err", err)
+		o.log.Error("encode server event", "err", err)
 		return nil
 	}
 	return b
@@ -109,19 +120,19 @@ func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
 // enqueue hands f to the writer: it waits while outQueueBytes are queued (the writer, which ends
 // the conversation when one write takes slowClientTimeout, makes room), then while outQueue
 // events are (for slowClientTimeout, then it ends the conversation). False when f was not queued.
-func (c *conversation) enqueue(f frame) bool {
-	for !c.makeRoom(len(f.data)) {
-		c.queue.Lock()
-		drained := c.drained
-		c.queue.Unlock()
+func (o *outbox) enqueue(f frame) bool {
+	for !o.makeRoom(len(f.data)) {
+		o.queue.Lock()
+		drained := o.drained
+		o.queue.Unlock()
 		select {
 		case <-drained:
-		case <-c.ctx.Done():
+		case <-o.ctx.Done():
 			return false
 		}
 	}
 	select {
-	case c.out <- f:
+	case o.out <- f:
 		return true
 	default:
 	}
@@ -129,59 +140,59 @@ func (c *conversation) enqueue(f frame) bool {
 	stall := time.NewTimer(slowClientTimeout)
 	defer stall.Stop()
 	select {
-	case c.out <- f:
+	case o.out <- f:
 		return true
-	case <-c.ctx.Done():
+	case <-o.ctx.Done():
 	case <-stall.C:
-		c.log.Warn("realtime client stopped reading; closing", "queued", len(c.out), "waited", slowClientTimeout)
-		c.cancel()
+		o.log.Warn("realtime client stopped reading; closing", "queued", len(o.out), "waited", slowClientTimeout)
+		o.cancel()
 	}
-	c.dequeued(len(f.data))
+	o.dequeued(len(f.data))
 	return false
 }
 
 // makeRoom counts n bytes toward outQueueBytes: false when they do not fit (an empty queue takes
 // anything).
-func (c *conversation) makeRoom(n int) bool {
-	c.queue.Lock()
-	defer c.queue.Unlock()
-	if c.drained == nil {
-		c.drained = make(chan struct{})
+func (o *outbox) makeRoom(n int) bool {
+	o.queue.Lock()
+	defer o.queue.Unlock()
+	if o.drained == nil {
+		o.drained = make(chan struct{})
 	}
-	if c.queued > 0 && c.queued+n > outQueueBytes {
+	if o.queued > 0 && o.queued+n > outQueueBytes {
 		return false
 	}
-	c.queued += n
+	o.queued += n
 	return true
 }
 
 // dequeued gives back n bytes reserved, and wakes the senders waiting for room.
-func (c *conversation) dequeued(n int) {
-	c.queue.Lock()
-	defer c.queue.Unlock()
-	c.queued -= n
-	if c.drained != nil {
-		close(c.drained)
+func (o *outbox) dequeued(n int) {
+	o.queue.Lock()
+	defer o.queue.Unlock()
+	o.queued -= n
+	if o.drained != nil {
+		close(o.drained)
 	}
-	c.drained = make(chan struct{})
+	o.drained = make(chan struct{})
 }
 
 // sendWritten sends ev and waits until the writer has written it (or the session ends): for
 // events that may be large (conversation.item.retrieved carries an item's audio, up to the
 // conversation's bytes), so that a client asking for them faster than it reads holds one in the
 // queue, not outQueue of them.
-func (c *conversation) sendWritten(ev wire.ServerEvent) {
-	b := c.encodeEvent(ev)
+func (o *outbox) sendWritten(ev wire.ServerEvent) {
+	b := o.encodeEvent(ev)
 	if b == nil {
 		return
 	}
 	f := frame{data: b, written: make(chan struct{})}
-	if !c.enqueue(f) {
+	if !o.enqueue(f) {
 		return
 	}
 	select {
 	case <-f.written:
-	case <-c.ctx.Done():
+	case <-o.ctx.Done():
 	}
 }
 
@@ -206,11 +217,17 @@ func (c *conversation) sendError(err error) {
 // transport's Close); later sends are dropped.
 func (c *conversation) closeWith(we *wire.Error, end End, reason string) {
 	c.send(we)
-	if c.closed.Swap(true) {
+	c.outbox.close(end, reason)
+}
+
+// close queues the end of the conversation behind the events queued (end and reason go to the
+// transport's Close); later sends are dropped.
+func (o *outbox) close(end End, reason string) {
+	if o.closed.Swap(true) {
 		return
 	}
 	select {
-	case c.out <- frame{end: end, reason: reason}:
-	case <-c.ctx.Done():
+	case o.out <- frame{end: end, reason: reason}:
+	case <-o.ctx.Done():
 	}
 }
