@@ -123,7 +123,7 @@ func (c *conversation) run(parent context.Context) {
 		meter.Go(func() { c.drainOn(t.Draining()) })
 	}
 	defer func() {
-		c.dropSpeculation()
+		c.in.dropSpeculation()
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
 		writer.Wait()
@@ -296,7 +296,7 @@ func (c *conversation) configure() error {
 		c.in.detector = nil
 	}
 	c.in.partials.reset()
-	c.dropSpeculation()
+	c.in.dropSpeculation()
 	// The squelch first: a detector reads the VAD pass it lends.
 	if c.in.squelch == nil && c.engines.NewSquelch != nil {
 		q, err := c.engines.NewSquelch()

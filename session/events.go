@@ -25,11 +25,11 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			return
 		}
 		raw, pcm := c.in.input.takeAll()
-		c.resetTurn()
-		c.commit(c.takeSpeechItem(), raw, pcm)
+		c.in.resetTurn()
+		c.commit(c.in.takeSpeechItem(), raw, pcm)
 	case *wire.InputAudioBufferClear:
 		c.in.input.clear()
-		c.resetTurn()
+		c.in.resetTurn()
 		c.in.speechItem = ""
 		c.send(wire.InputAudioBufferCleared{})
 	case *wire.ConversationItemCreate:
@@ -246,7 +246,7 @@ func (c *conversation) turnEvent(ev turn.Event) {
 			c.speculate(ev.Transcript)
 		}
 	case turn.EndUnlikely:
-		c.dropSpeculation() // the speaker goes on
+		c.in.dropSpeculation() // the speaker goes on
 	case turn.Paused:
 		if c.in.speechItem != "" {
 			c.in.partials.paused = true // hear decodes the turn so far below, whatever the cadence
@@ -262,45 +262,38 @@ func (c *conversation) turnEvent(ev turn.Event) {
 	}
 }
 
-// speechStarted: the user took the floor at timeline sample at.
+// speechStarted: the user took the floor at timeline sample at: the input side starts the turn,
+// then speech_started goes out and, when the session says so, the reply in progress is cut.
 func (c *conversation) speechStarted(at int64) {
-	c.in.speechItem = wire.NewID("item_")
-	c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.in.speechItem})
+	c.send(c.in.takeFloor(at))
 	c.turns.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
 	if c.in.sess.TurnDetection.InterruptResponse {
 		c.cancelReply("", errTurnDetected)
 		c.clearPlayback(false)
 	}
-	c.in.input.speechStart = at
-	c.in.idleArmed = false
-	c.in.partials.reset()
-	c.dropSpeculation()
 }
 
 // speechStopped: the user yielded the floor at timeline sample at; speechEnd is where their last
-// speech ended (0: not said).
+// speech ended (0: not said). The input side hands over the turn; speech_stopped goes out, the
+// turn is committed and, when the session says so, answered.
 func (c *conversation) speechStopped(at, speechEnd int64) {
-	end := min(at, c.in.input.timeline)
-	c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.in.speechItem})
+	y := c.in.yieldFloor(at, speechEnd)
+	c.send(y.stopped)
 	turnEnd := time.Now()
-	if speechEnd > 0 {
-		// The audio after the last speech that had to arrive before the turn was decided.
-		wait := time.Duration(c.in.input.timeline-speechEnd) * time.Second / hearRate
-		c.srv.metrics.turnWait.Observe(wait.Seconds())
-		turnEnd = turnEnd.Add(-wait)
+	if y.waited {
+		c.srv.metrics.turnWait.Observe(y.wait.Seconds())
+		turnEnd = turnEnd.Add(-y.wait)
 	}
 	if c.in.sess.TurnDetection.CreateResponse {
 		c.turns.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
 	}
-	raw, span := c.in.input.takeSpan(c.in.input.speechStart, end)
-	c.commit(c.takeSpeechItem(), raw, span)
-	spec := c.takeSpeculation()
+	c.commit(y.item, y.raw, y.pcm)
 	if !c.in.sess.TurnDetection.CreateResponse {
-		spec.drop()
+		y.spec.drop()
 		return
 	}
 	// The reply decides on the speculation once the final transcript is in.
-	if err := c.startReplyOn(wire.ResponseParams{}, "", spec); err != nil {
+	if err := c.startReplyOn(wire.ResponseParams{}, "", y.spec); err != nil {
 		c.send(err)
 	}
 }
@@ -350,25 +343,6 @@ func (c *conversation) checkSessionLimit() {
 		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
 			EndGoingAway, "session limit")
 	}
-}
-
-// resetTurn forgets a turn in progress (manual commit, clear).
-func (c *conversation) resetTurn() {
-	if c.in.detector != nil {
-		c.in.detector.Reset()
-	}
-	c.in.partials.reset()
-	c.dropSpeculation()
-}
-
-// takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.
-func (c *conversation) takeSpeechItem() string {
-	id := c.in.speechItem
-	c.in.speechItem = ""
-	if id == "" {
-		id = wire.NewID("item_")
-	}
-	return id
 }
 
 // commit makes the buffered audio a user item: committed, the item events, then its

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/turn"
@@ -74,6 +75,78 @@ type inputSide struct {
 	idleFrom  int64
 	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
 	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
+}
+
+// dropSpeculation cancels the turn's speculation, if any.
+func (in *inputSide) dropSpeculation() {
+	in.spec.drop()
+	in.spec = nil
+}
+
+// takeSpeculation hands the turn's speculation to whoever ends the turn.
+func (in *inputSide) takeSpeculation() *speculation {
+	s := in.spec
+	in.spec = nil
+	return s
+}
+
+// takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.
+func (in *inputSide) takeSpeechItem() string {
+	id := in.speechItem
+	in.speechItem = ""
+	if id == "" {
+		id = wire.NewID("item_")
+	}
+	return id
+}
+
+// resetTurn forgets a turn in progress (manual commit, clear).
+func (in *inputSide) resetTurn() {
+	if in.detector != nil {
+		in.detector.Reset()
+	}
+	in.partials.reset()
+	in.dropSpeculation()
+}
+
+// takeFloor starts the turn the user took at timeline sample at (prefix padding included): its
+// item is named, the partials and any speculation start afresh, idle_timeout_ms's clock stops.
+// It returns the event that announces the turn.
+func (in *inputSide) takeFloor(at int64) wire.InputAudioBufferSpeechStarted {
+	in.speechItem = wire.NewID("item_")
+	in.input.speechStart = at
+	in.idleArmed = false
+	in.partials.reset()
+	in.dropSpeculation()
+	return wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: in.speechItem}
+}
+
+// yielded is a turn the user yielded, handed over by the input side: the event that announces
+// it, its item and audio (raw and 16 kHz), its speculation (nil: none), and the silence waited
+// out before it was decided (waited false: the detector did not say).
+type yielded struct {
+	stopped wire.InputAudioBufferSpeechStopped
+	item    string
+	raw     []byte
+	pcm     []float32
+	spec    *speculation
+	wait    time.Duration
+	waited  bool
+}
+
+// yieldFloor ends the turn held at timeline sample at (speechEnd: where its last speech ended, 0
+// when not said) and hands it over: its audio leaves the buffer.
+func (in *inputSide) yieldFloor(at, speechEnd int64) yielded {
+	end := min(at, in.input.timeline)
+	y := yielded{stopped: wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: in.speechItem}}
+	if speechEnd > 0 {
+		// The audio after the last speech that had to arrive before the turn was decided.
+		y.wait, y.waited = time.Duration(in.input.timeline-speechEnd)*time.Second/hearRate, true
+	}
+	y.raw, y.pcm = in.input.takeSpan(in.input.speechStart, end)
+	y.item = in.takeSpeechItem()
+	y.spec = in.takeSpeculation()
+	return y
 }
 
 // heard is what one step of input audio caused, as the input side decides it without sending

@@ -83,7 +83,7 @@ func (c *conversation) speculate(text string) {
 	if c.in.spec != nil && c.in.spec.text == norm {
 		return
 	}
-	c.dropSpeculation()
+	c.in.dropSpeculation()
 	if c.replies.answeringLive() {
 		return // the turn's end could not start a reply now
 	}
@@ -111,19 +111,6 @@ func (c *conversation) speculate(text string) {
 			s.synthesize(s.splitter.Flush()) // an answer of one sentence ends only with the stream
 		}
 	})
-}
-
-// dropSpeculation cancels the turn's speculation, if any (input goroutine).
-func (c *conversation) dropSpeculation() {
-	c.in.spec.drop()
-	c.in.spec = nil
-}
-
-// takeSpeculation hands the turn's speculation to whoever ends the turn (input goroutine).
-func (c *conversation) takeSpeculation() *speculation {
-	s := c.in.spec
-	c.in.spec = nil
-	return s
 }
 
 // drop cancels the speculation; unless a reply adopted it, it counts as discarded. Safe on nil
