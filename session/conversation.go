@@ -33,7 +33,7 @@ var (
 //   - turns (handoff): atomics replies and the input goroutine leave each other (the answer
 //     clock, a reply's end, assistant audio held).
 //   - hist (history): the items and the reply audio playing, under history's own lock (items.go).
-//   - replies: the responses running and the idle timer, under their own lock (reply.go).
+//   - replies: the responses running and the idle timer, under their own lock (replies.go).
 //   - ledger: seconds heard and spoken for the meter, the quota left (metering.go): atomics;
 //     meterLoop is its goroutine.
 //
