@@ -227,10 +227,13 @@ type inputBuffer struct {
 	// track audio is dropped without another refusal until a commit or clear makes room.
 	refusedFull bool
 	// track: input audio arrives from a track (Media.TrackInput) as 16 kHz samples, not as bytes
-	// in the input format: it joins the buffer after the decode step (appendSamples), raw stays
-	// empty, the buffer is measured by pcm, and a turn's audio is rendered in the input format
-	// only for the copy its item keeps (rendered).
-	track bool
+	// in the input format: it joins the buffer after the decode step (appendSamples) and the
+	// buffer is measured by pcm. raw is then the samples rendered in the input format (render:
+	// 16 kHz to the format's rate, as they come), only for the copy a committed turn's item keeps
+	// for retrieve: nothing the pipeline hears passes through it.
+	track    bool
+	render   *audio.Resampler
+	renderTo int // the rate render resamples to
 }
 
 func (b *inputBuffer) setFormat(f wire.AudioFormat) error {
@@ -274,6 +277,22 @@ func (b *inputBuffer) appendSamples(pcm []float32) {
 	}
 	b.pcm = append(b.pcm, pcm...)
 	b.timeline += int64(len(pcm))
+	if r := b.renderer(); r != nil {
+		b.raw = append(b.raw, codecOf(b.format).Encode(audio.Float32ToInt16(r.Process(pcm)))...)
+	}
+}
+
+// renderer is the streaming resampler that renders track audio at the input format's rate (nil
+// if it cannot be made: the turn then keeps no audio for retrieve).
+func (b *inputBuffer) renderer() *audio.Resampler {
+	if b.render == nil || b.renderTo != b.rate {
+		r, err := audio.NewResampler(hearRate, b.rate)
+		if err != nil {
+			return nil
+		}
+		b.render, b.renderTo = r, b.rate
+	}
+	return b.render
 }
 
 // bufferedMs is how much audio is waiting, by the client's own bytes (by the samples, for track
@@ -295,15 +314,6 @@ func (b *inputBuffer) fitsSamples(n int) bool { return samplesMs(len(b.pcm)+n) <
 // samplesMs is n 16 kHz samples in milliseconds.
 func samplesMs(n int) float64 { return float64(n) * 1000 / hearRate }
 
-// rendered is the raw audio a turn's item keeps for retrieve: raw as the client sent it, or, for
-// track audio, pcm rendered in the input format.
-func (b *inputBuffer) rendered(raw []byte, pcm []float32) []byte {
-	if !b.track || len(pcm) == 0 {
-		return raw
-	}
-	return codecOf(b.format).Encode(audio.Float32ToInt16(audio.Resample(pcm, hearRate, b.rate)))
-}
-
 // stepBytes is hearStep of the input format, in bytes (whole samples).
 func (b *inputBuffer) stepBytes() int { return b.rate * hearStep / 1000 * b.format.BytesPerSample() }
 
@@ -313,13 +323,16 @@ func (b *inputBuffer) takeAll() ([]byte, []float32) {
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
 	b.refusedFull = false
-	return b.rendered(raw, pcm), pcm
+	if b.track && b.render != nil {
+		// The whole turn: what the renderer holds back for its next input ends it.
+		raw = append(raw, codecOf(b.format).Encode(audio.Float32ToInt16(b.render.Flush()))...)
+	}
+	return raw, pcm
 }
 
 // takeSpan returns the audio between timeline samples from and to and keeps what follows to.
 func (b *inputBuffer) takeSpan(from, to int64) ([]byte, []float32) {
-	raw, pcm := b.cut(from, to)
-	return b.rendered(raw, pcm), pcm
+	return b.cut(from, to)
 }
 
 // cut drops the audio before to, returning that between from and to.
@@ -361,6 +374,9 @@ func (b *inputBuffer) clear() {
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
 	b.refusedFull = false
+	if b.render != nil {
+		b.render.Reset()
+	}
 }
 
 // sampleMs converts a timeline sample to milliseconds, for the wire (audio_start_ms, audio_end_ms).
