@@ -55,8 +55,11 @@ const (
 // and under a detector the buffer's bound is checked between steps.
 const hearStep = 1000 // ms
 
-// inputSide is owned by the input goroutine (run): client events and input audio are handled
-// there, one at a time.
+// inputSide is the input goroutine's part (run): client events and input audio are handled
+// there, one at a time. It holds the session config, the input pipeline (the buffer, the turn
+// detector, the squelch), the turn in progress (its item, partials, speculation), idle_timeout_ms's
+// clock and the client's limits. Its own methods send nothing: they return what the
+// conversation is to send and do (heard, takeFloor's event, yielded).
 type inputSide struct {
 	dialect     wire.Dialect
 	sessionSeen bool // a session.update decided the dialect
