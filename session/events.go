@@ -198,7 +198,7 @@ func (c *conversation) heard(pcm []float32) bool {
 	}
 	c.checkIdleTimeout()
 	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
-		c.in.partials.maybeDecode(c, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, send: c.send}, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
 	}
 	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
 		c.endHeldTurn()

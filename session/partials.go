@@ -81,6 +81,16 @@ func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen i
 	return text, err
 }
 
+// decodeOn is what a partial decode needs of its conversation: its context, ears and workers
+// (run waits for them), its id (whose the decode is) and its outbox (the transcript deltas).
+type decodeOn struct {
+	ctx    context.Context
+	ears   Ears
+	work   *sync.WaitGroup
+	convID string
+	send   func(wire.ServerEvent)
+}
+
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
 const partialCadence = hearRate / 2
 
@@ -106,17 +116,17 @@ func (p *partials) reset() {
 // conversation.item.input_audio_transcription.delta for item, while the user still speaks; a
 // partial that revises earlier words sends nothing (a delta cannot take words back): the
 // transcription's completed event carries the final text.
-func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stream bool) {
+func (p *partials) maybeDecode(c decodeOn, pcm []float32, item string, stream bool) {
 	need := partialCadence
 	if p.paused {
 		need = 1
 	}
-	if c.engines.Ears == nil || len(pcm)-p.decoded < need {
+	if c.ears == nil || len(pcm)-p.decoded < need {
 		return
 	}
 	// Two on a shared decoder: one decoding and the newest waiting (a third replaces it).
 	limit := int32(1)
-	if _, shared := c.engines.Ears.(SharedEars); shared {
+	if _, shared := c.ears.(SharedEars); shared {
 		limit = 3
 	}
 	if p.busy.Add(1) > limit {
@@ -133,7 +143,7 @@ func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stre
 	p.mu.Unlock()
 	c.work.Go(func() {
 		defer p.busy.Add(-1)
-		text, err := p.mel.transcribe(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: true}, gen, snapshot, slid)
+		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true}, gen, snapshot, slid)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}

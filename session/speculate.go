@@ -2,12 +2,14 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/wire"
@@ -49,7 +51,13 @@ const (
 )
 
 type speculation struct {
-	c      *conversation
+	// counted: the outcome counter (specStarted…); log: the conversation's; work: its workers
+	// (run waits for them); speaker: the Voice that synthesizes the first sentence.
+	counted *prometheus.CounterVec
+	log     *slog.Logger
+	work    *sync.WaitGroup
+	speaker Voice
+
 	text   string       // the partial transcript speculated on, normalised
 	req    mind.Request // what the mind was asked
 	ctx    context.Context
@@ -92,7 +100,7 @@ func (c *conversation) speculate(text string) {
 	cfg := c.in.sess.ForResponse(wire.ResponseParams{})
 	req := mindRequest(cfg, items)
 	ctx, cancel := context.WithCancel(c.ctx)
-	s := &speculation{c: c, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	s := &speculation{counted: c.srv.metrics.speculations, log: c.log, work: &c.work, speaker: c.engines.Voice, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		more: make(chan struct{}, 1), room: make(chan struct{}, 1), voice: cfg.Voice, speed: cfg.Speed}
 	if !cfg.TextOnly && c.engines.Voice != nil {
 		s.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
@@ -121,8 +129,8 @@ func (s *speculation) drop() {
 	}
 	s.cancel()
 	if s.settled.CompareAndSwap(false, true) {
-		s.c.srv.metrics.speculations.WithLabelValues(specDiscarded).Inc()
-		s.c.log.Debug("speculative mind call discarded")
+		s.counted.WithLabelValues(specDiscarded).Inc()
+		s.log.Debug("speculative mind call discarded")
 	}
 }
 
@@ -143,8 +151,8 @@ func (s *speculation) adopt(req mind.Request) bool {
 	if !s.settled.CompareAndSwap(false, true) {
 		return false
 	}
-	s.c.srv.metrics.speculations.WithLabelValues(specUsed).Inc()
-	s.c.log.Debug("speculative mind call used")
+	s.counted.WithLabelValues(specUsed).Inc()
+	s.log.Debug("speculative mind call used")
 	return true
 }
 
@@ -197,9 +205,9 @@ func (s *speculation) synthesize(piece string) {
 	s.mu.Lock()
 	s.first = h
 	s.mu.Unlock()
-	s.c.work.Go(func() {
+	s.work.Go(func() {
 		defer close(h.done)
-		h.err = s.c.engines.Voice.Speak(s.ctx, piece, s.voice, s.speed, func(pcm []int16) error {
+		h.err = s.speaker.Speak(s.ctx, piece, s.voice, s.speed, func(pcm []int16) error {
 			h.pcm = append(h.pcm, pcm...)
 			return nil
 		})
