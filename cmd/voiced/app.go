@@ -13,45 +13,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiced/voiced/door"
-	"github.com/voiced/voiced/meter"
-	"github.com/voiced/voiced/rtc"
-	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
 )
 
-// App is what components share. Components fill it in start order: a component reads only what
-// an earlier order put there. To share something new (a meter store, a ticket store), add a field
-// here with a comment naming the component that sets it.
+// App is what the parts share: the logger, the mux and its route helpers, the origin policy, the
+// drain registry, the metrics registry, the readiness checks and the shutdown hooks. What one part
+// builds for another (the meter, the ticket store, the cluster's peers, the conversation server)
+// is handed on explicitly in parts.start, not kept here.
 type App struct {
 	Version string
 	Log     *slog.Logger
 
-	// Speech is the speech service (set by the speech component, orderSpeech). Doors that need
-	// the mount wrap themselves with Speech.Guard.
+	// Speech is the speech service, for /health, the readiness probe and the fallback route (set
+	// by the speech part; nil until it started).
 	Speech *speechcore.Service
 	// Origins is --allow-origin, parsed once: the one origin policy of every socket and browser route.
 	Origins door.Origins
 	// Sockets tracks hijacked WebSocket connections for graceful shutdown (same as Speech.Sockets).
 	Sockets *door.Sockets
-	// Voice reports the conversations' capacity for /health (set by the conversation component;
-	// nil reports ok:false, busy:0, capacity:0).
+	// Voice reports the conversations' capacity for /health (set by the conversation part; nil
+	// reports ok:false, busy:0, capacity:0).
 	Voice door.VoiceReporter
-	// Conversations is the realtime conversation server (set by the conversation component,
-	// orderDoors); other transports (WebRTC calls) admit and run conversations through it.
-	Conversations *session.Server
-	// Meter keeps seconds heard and spoken (set by the meter component, orderStores).
-	Meter *meter.Meter
-	// Tickets is the shared ticket store when --ticket-store names one (set by the meter component,
-	// orderStores); nil means the conversation keeps tickets in memory.
-	Tickets session.TicketStore
-	// Peers lets other nodes serve this node's transcripts (set by the cluster component,
-	// orderStores, when --ticket-store names a shared Redis); nil on a single node.
-	Peers speechcore.Peers
-	// CallPeers lets other nodes end and attach to this node's WebRTC calls (set with Peers).
-	CallPeers rtc.Peers
 	// listened are called with the listener's address once it is bound (OnListen).
 	listened []func(addr net.Addr, tls bool)
-	// Metrics is the Prometheus registry /metrics serves; components register their collectors on it.
+	// Metrics is the Prometheus registry /metrics serves; the parts register their collectors on it.
 	Metrics *prometheus.Registry
 
 	// draining is set when shutdown begins: GET /health/ready answers 503 from then on.
@@ -60,13 +45,13 @@ type App struct {
 	readyChecks []readyCheck
 
 	mux      *http.ServeMux
-	auth     func(http.Handler) http.Handler // set by the auth component
+	auth     func(http.Handler) http.Handler // set by the auth part's validate
 	flagSet  *flag.FlagSet
 	fromEnv  map[string]string // flag name -> variable it was read from
 	mu       sync.Mutex
 	shutdown []func(context.Context) error
 
-	// serviceToken is the service token (set by the auth component's validate; nil under
+	// serviceToken is the service token (set by the auth part's validate; nil under
 	// --insecure-no-auth): the cluster derives its secret from it when none is given.
 	serviceToken []byte
 }
@@ -98,7 +83,7 @@ func (a *App) HandlePublic(pattern string, h http.Handler) {
 }
 
 // OnShutdown adds a hook run at shutdown after the listener closed and sockets drained; hooks
-// run in reverse order of registration. Component stops are registered the same way.
+// run in reverse order of registration. The parts register their stops the same way.
 func (a *App) OnShutdown(fn func(context.Context) error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -119,7 +104,7 @@ func (a *App) FromCommandLine(name string) bool {
 func requireAuth(a *App, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.auth == nil {
-			// No auth component ran: refuse rather than serve open.
+			// The auth part did not run: refuse rather than serve open.
 			door.WriteError(w, errUnauthorized)
 			return
 		}
@@ -134,14 +119,14 @@ type readyCheck struct {
 }
 
 // ReadyCheck adds a dependency GET /health/ready asks (a store's ping); when check fails the
-// probe answers 503 with name. Call it from a component's start.
+// probe answers 503 with name. Call it from a part's start.
 func (a *App) ReadyCheck(name string, check func(context.Context) error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.readyChecks = append(a.readyChecks, readyCheck{name, check})
 }
 
-// OnListen adds a hook called once the listener is bound, with its address (a component that
+// OnListen adds a hook called once the listener is bound, with its address (a part that
 // must tell others where this node is, when no address was configured).
 func (a *App) OnListen(fn func(addr net.Addr, tls bool)) {
 	a.mu.Lock()

@@ -18,43 +18,43 @@ import (
 var errUnauthorized = door.NewRefusal(http.StatusUnauthorized, "unauthorized",
 	"this route needs the service token: Authorization: Bearer <token>")
 
-func init() {
-	register("auth", orderCore, func() *component {
-		var tokenFile string
-		var insecure bool
-		return &component{
-			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&tokenFile, "token-file", "", "file holding the service token (surrounding whitespace trimmed); VOICED_TOKEN may hold the token itself")
-				fs.BoolVar(&insecure, "insecure-no-auth", false, "serve without a service token (development only: every route is open)")
-			},
-			validate: func(app *App) error {
-				token, source, err := serviceToken(app, tokenFile)
-				if err != nil {
-					return err
-				}
-				switch {
-				case token == nil && !insecure:
-					return errors.New("no service token: give --token-file FILE or VOICED_TOKEN=<token> " +
-						"(or --insecure-no-auth to serve every route open, for development only)")
-				case token != nil && insecure:
-					return fmt.Errorf("--insecure-no-auth and a service token (%s) both given: choose one", source)
-				case insecure:
-					app.Log.Warn("serving WITHOUT a service token (--insecure-no-auth): every route is open")
-					app.auth = func(h http.Handler) http.Handler { return h }
-				default:
-					// Same series as the doors' refusals (kind is constant, reason variable in all three).
-					refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: door.MetricSessionsRefused,
-						Help: door.MetricSessionsRefusedHelp, ConstLabels: prometheus.Labels{"kind": "service"}}, []string{"reason"})
-					if app.Metrics != nil {
-						app.Metrics.MustRegister(refused)
-					}
-					app.auth = bearer(token, refused.WithLabelValues(door.ReasonAuth).Inc)
-					app.serviceToken = token
-				}
-				return nil
-			},
+// authConfig is the service token's flags: the token every route but the public ones needs.
+type authConfig struct {
+	tokenFile string
+	insecure  bool
+}
+
+func (c *authConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.tokenFile, "token-file", "", "file holding the service token (surrounding whitespace trimmed); VOICED_TOKEN may hold the token itself")
+	fs.BoolVar(&c.insecure, "insecure-no-auth", false, "serve without a service token (development only: every route is open)")
+}
+
+// validate finds the service token and sets the app's check of it (app.auth, app.serviceToken).
+func (c *authConfig) validate(app *App) error {
+	token, source, err := serviceToken(app, c.tokenFile)
+	if err != nil {
+		return err
+	}
+	switch {
+	case token == nil && !c.insecure:
+		return errors.New("no service token: give --token-file FILE or VOICED_TOKEN=<token> " +
+			"(or --insecure-no-auth to serve every route open, for development only)")
+	case token != nil && c.insecure:
+		return fmt.Errorf("--insecure-no-auth and a service token (%s) both given: choose one", source)
+	case c.insecure:
+		app.Log.Warn("serving WITHOUT a service token (--insecure-no-auth): every route is open")
+		app.auth = func(h http.Handler) http.Handler { return h }
+	default:
+		// Same series as the doors' refusals (kind is constant, reason variable in all three).
+		refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: door.MetricSessionsRefused,
+			Help: door.MetricSessionsRefusedHelp, ConstLabels: prometheus.Labels{"kind": "service"}}, []string{"reason"})
+		if app.Metrics != nil {
+			app.Metrics.MustRegister(refused)
 		}
-	})
+		app.auth = bearer(token, refused.WithLabelValues(door.ReasonAuth).Inc)
+		app.serviceToken = token
+	}
+	return nil
 }
 
 // serviceToken finds the token: --token-file on the command line, else VOICED_TOKEN, else

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,29 +15,6 @@ import (
 func TestForwardedHeaderAgrees(t *testing.T) {
 	if cluster.ForwardedHeader != speechcore.ForwardedHeader {
 		t.Fatalf("cluster sets %q, speechcore reads %q", cluster.ForwardedHeader, speechcore.ForwardedHeader)
-	}
-}
-
-func TestAdvertiseFrom(t *testing.T) {
-	tests := []struct {
-		addr string
-		tls  bool
-		want string
-	}{
-		{"127.0.0.1:8200", false, "http://127.0.0.1:8200"},
-		{"10.0.0.5:443", true, "https://10.0.0.5:443"},
-		{"[::1]:8200", false, "http://[::1]:8200"},
-		{"0.0.0.0:8200", false, ""},
-		{"[::]:8200", false, ""},
-	}
-	for _, tc := range tests {
-		a, err := net.ResolveTCPAddr("tcp", tc.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := advertiseFrom(a, tc.tls); got != tc.want {
-			t.Errorf("advertiseFrom(%s, %v) = %q, want %q", tc.addr, tc.tls, got, tc.want)
-		}
 	}
 }
 
@@ -65,5 +41,27 @@ func TestClusterSecret(t *testing.T) {
 	c, _ := clusterSecret("", []byte("another token"))
 	if !bytes.Equal(a, b) || bytes.Equal(a, c) || len(a) < cluster.MinSecret || bytes.Contains(a, []byte("the service token")) {
 		t.Errorf("derived secrets: %x %x %x", a, b, c)
+	}
+}
+
+// TestClusterDefaultsToTicketStore: the cluster store is the ticket store unless one of its own
+// is given; sharing it, the ticket store's readiness check stands for both.
+func TestClusterDefaultsToTicketStore(t *testing.T) {
+	token := []byte("the service token")
+	var c clusterConfig
+	if err := c.validate("redis://tickets:6379/0", token); err != nil || c.store != "redis://tickets:6379/0" || !c.sharesTickets {
+		t.Errorf("no --cluster-store: store %q shares %v (%v), want the ticket store, shared", c.store, c.sharesTickets, err)
+	}
+	c = clusterConfig{store: "redis://cluster:6379/1"}
+	if err := c.validate("redis://tickets:6379/0", token); err != nil || c.store != "redis://cluster:6379/1" || c.sharesTickets {
+		t.Errorf("its own --cluster-store: store %q shares %v (%v), want its own, not shared", c.store, c.sharesTickets, err)
+	}
+	c = clusterConfig{}
+	if err := c.validate("", nil); err != nil || c.store != "" {
+		t.Errorf("no store at all: %q %v, want a single node", c.store, err)
+	}
+	c = clusterConfig{}
+	if err := c.validate("http://tickets", token); err == nil || err.Error() != "--cluster-store must be a redis:// URL" {
+		t.Errorf("a ticket store that is not Redis: %v", err)
 	}
 }

@@ -10,30 +10,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/bridge"
 	"github.com/voiced/voiced/meter"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
-	"github.com/voiced/voiced/speechcore/kokoro"
-	"github.com/voiced/voiced/speechcore/squelch"
-	"github.com/voiced/voiced/speechcore/whisper"
-	"github.com/voiced/voiced/turn"
 )
 
-// The conversation component: principal JWTs, tickets, the OpenAI-shaped ephemeral keys and the
-// realtime socket (session), with the mind it answers through (mind) and the speech engines
-// wired to session's seams (speechEngines). This file parses flags and wires; what the parts do
-// lives in their packages.
-func init() {
-	register("conversation", orderDoors, func() *component {
-		c := &conversationComponent{stopKeys: func() {}}
-		return &component{flags: c.flags, validate: c.validate, start: c.start, stop: c.stop}
-	})
-}
-
-// conversationComponent holds the component's flags and, once started, its server.
-type conversationComponent struct {
+// conversationConfig is the conversation's flags: principal JWTs, tickets, the OpenAI-shaped
+// ephemeral keys and the realtime socket (session), with the mind it answers through (mind) and
+// the speech engines wired to session's seams (bridge.Engines). This file parses flags and wires;
+// what the parts do lives in their packages.
+type conversationConfig struct {
 	jwks, secretFile, issuer, audience, orgClaim, orgsClaim string
 	mindKind, mindURL, mindModel, mindKeyFile               string
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
@@ -42,12 +30,9 @@ type conversationComponent struct {
 	conversationBytes                                       int
 	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
-
-	srv      *session.Server
-	stopKeys context.CancelFunc // ends the JWKS refresh
 }
 
-func (c *conversationComponent) flags(fs *flag.FlagSet) {
+func (c *conversationConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.jwks, "jwks", "", "principal JWT keys: a JWKS file or an http(s) URL (fetched at start, refreshed)")
 	fs.StringVar(&c.secretFile, "jwt-secret-file", "", "principal JWT HS256 secret file (at least 32 bytes), instead of --jwks")
 	fs.StringVar(&c.issuer, "jwt-issuer", "", "required iss of principal JWTs (unchecked when empty)")
@@ -74,7 +59,7 @@ func (c *conversationComponent) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 }
 
-func (c *conversationComponent) validate(*App) error {
+func (c *conversationConfig) validate() error {
 	if c.jwks != "" && c.secretFile != "" {
 		return errors.New("--jwks and --jwt-secret-file both given: choose one")
 	}
@@ -107,22 +92,25 @@ func (c *conversationComponent) validate(*App) error {
 	return nil
 }
 
-func (c *conversationComponent) start(ctx context.Context, app *App) error {
-	m, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTimeout)
+// start serves the realtime conversation on svc's engines (bridge.Engines), metered by m (nil:
+// unmetered), its tickets in tickets (nil: in memory); at shutdown it waits for the
+// conversations still open.
+func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcore.Service, m *meter.Meter, tickets session.TicketStore) (*session.Server, error) {
+	mnd, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	verifier, err := c.verifier(ctx, app)
+	verifier, stopKeys, err := c.verifier(ctx, app)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := session.Config{
-		Verifier: verifier, Tickets: app.Tickets, Origins: app.Origins,
+		Verifier: verifier, Tickets: tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
 		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
-		Engines: speechEngines(app, m),
+		Engines: bridge.Engines(svc, mnd, m),
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
@@ -136,11 +124,11 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	if app.Sockets != nil {
 		cfg.Sockets = app.Sockets
 	}
-	if c.srv, err = session.New(cfg); err != nil {
-		return err
+	srv, err := session.New(cfg)
+	if err != nil {
+		stopKeys()
+		return nil, err
 	}
-	srv := c.srv
-	app.Conversations = srv
 	// The routes a browser SDK calls from another site answer CORS for the --allow-origin pages.
 	app.HandleBrowser("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
 	app.HandleBrowser("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
@@ -150,35 +138,41 @@ func (c *conversationComponent) start(ctx context.Context, app *App) error {
 	app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)
 	app.Metrics.MustRegister(srv.Collectors()...)
 	app.Voice = srv
-	return nil
+	app.OnShutdown(func(ctx context.Context) error {
+		defer stopKeys()
+		return waitConversations(ctx, srv)
+	})
+	return srv, nil
 }
 
-// verifier is the principal JWT verifier the flags ask for (nil, with a warning, when none).
-func (c *conversationComponent) verifier(ctx context.Context, app *App) (*session.Verifier, error) {
+// verifier is the principal JWT verifier the flags ask for (nil, with a warning, when none), and
+// what ends its JWKS refresh.
+func (c *conversationConfig) verifier(ctx context.Context, app *App) (*session.Verifier, context.CancelFunc, error) {
 	if c.jwks == "" && c.secretFile == "" {
 		app.Log.Warn("no --jwks or --jwt-secret-file: principal JWTs cannot be verified, so no ticket can be minted and the realtime socket refuses every caller")
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	vc := session.VerifierConfig{JWKS: c.jwks, Issuer: c.issuer, Audience: c.audience, OrgClaim: c.orgClaim, OrgsClaim: c.orgsClaim}
 	if c.secretFile != "" {
 		var err error
 		if vc.Secret, err = session.ReadSecretFile(c.secretFile); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// The JWKS cache refreshes for the server's life, not the start's.
-	var keysCtx context.Context
-	keysCtx, c.stopKeys = context.WithCancel(context.WithoutCancel(ctx))
-	return session.NewVerifier(keysCtx, vc)
+	keysCtx, stopKeys := context.WithCancel(context.WithoutCancel(ctx))
+	v, err := session.NewVerifier(keysCtx, vc)
+	if err != nil {
+		stopKeys()
+		return nil, nil, err
+	}
+	return v, stopKeys, nil
 }
 
-func (c *conversationComponent) stop(ctx context.Context) error {
-	defer c.stopKeys()
-	if c.srv == nil {
-		return nil
-	}
+// waitConversations waits, bounded by ctx, for the conversations still open at shutdown.
+func waitConversations(ctx context.Context, srv *session.Server) error {
 	done := make(chan struct{})
-	go func() { c.srv.Wait(); close(done) }()
+	go func() { srv.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -210,202 +204,4 @@ func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind
 		key = strings.TrimSpace(string(b))
 	}
 	return mind.NewOpenAI(mind.OpenAIConfig{URL: url, Model: model, Key: key, Timeout: timeout})
-}
-
-// speechEngines wires the speech service's engines and the meter to session's seams. They are
-// looked up per call: the service fills them as it loads, and Ready refuses sockets until it is
-// warm.
-func speechEngines(app *App, m mind.Mind) session.Engines {
-	svc := app.Speech
-	e := session.Engines{Mind: m}
-	if app.Meter != nil {
-		e.Meter = meterHook{app}
-		e.Admit = func(ctx context.Context, p session.Principal) error { return admitQuota(ctx, app, p) }
-		e.Budget = func(ctx context.Context, p session.Principal) (time.Duration, bool, error) {
-			return app.Meter.Budget(ctx, p.Subject)
-		}
-	}
-	if svc == nil {
-		e.Ready = func() error { return speechcore.ErrNotMounted }
-		return e
-	}
-	e.Ready = svc.Ready
-	e.Ears = ears{svc}
-	e.Voice = voice{svc}
-	e.NewSquelch = func() (session.Squelch, error) {
-		if svc.Silero == nil {
-			return nil, errors.New("the Silero model is not loaded")
-		}
-		return newSharedSquelch(svc.Silero)
-	}
-	e.NewTurnDetectorOn = session.TurnDetectorOn
-	e.NewTurnDetector = session.TurnDetectors(turn.SpeechFunc(func() (turn.Prober, error) {
-		if svc.Silero == nil {
-			return nil, errors.New("the Silero model is not loaded")
-		}
-		s, err := svc.Silero.NewStream()
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}))
-	return e
-}
-
-// sharedSquelch is a conversation's squelch and the one Silero pass it lends to the
-// conversation's turn detectors (session.SharedSquelch): the model runs once per window for both.
-type sharedSquelch struct {
-	*squelch.Squelch
-	*turn.Shared
-}
-
-var _ session.SharedSquelch = sharedSquelch{}
-
-func newSharedSquelch(m *squelch.Model) (sharedSquelch, error) {
-	stream, err := m.NewStream()
-	if err != nil {
-		return sharedSquelch{}, err
-	}
-	pass := turn.Share(stream)
-	reader, err := pass.NewProber()
-	if err == nil {
-		var q *squelch.Squelch
-		if q, err = squelch.New(squelch.Config{Prober: reader}); err == nil {
-			return sharedSquelch{q, pass}, nil
-		}
-	}
-	pass.Close()
-	return sharedSquelch{}, err
-}
-
-// Close closes the squelch's reader, then the pass.
-func (s sharedSquelch) Close() error {
-	err := s.Squelch.Close()
-	if cerr := s.Shared.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// admitQuota refuses a new conversation by name: 429 quota_exceeded when the principal's daily
-// seconds are used up; 503 meter_store_unavailable when the meter store cannot be read and the
-// meter has no recent balance of the principal (meter.Config.QuotaStaleAfter: one that has, goes
-// on, counted from that balance). Never the one for the other: an outage is not an overdraft.
-func admitQuota(ctx context.Context, app *App, p session.Principal) error {
-	err := app.Meter.CheckQuota(ctx, p.Subject)
-	var r *door.Refusal
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &r):
-		return r
-	case errors.Is(err, meter.ErrQuotaExceeded):
-		return door.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
-	case errors.Is(err, meter.ErrStoreDown):
-		app.Log.Error("quota unknown: the meter store is away and this principal has no recent balance", "err", err, "subject", p.Subject)
-		return &door.Refusal{Status: http.StatusServiceUnavailable, Name: "meter_store_unavailable", RetryAfter: time.Second,
-			Message: "the usage store is unavailable and this principal's balance is not known; retry shortly"}
-	default:
-		return fmt.Errorf("quota check: %w", err)
-	}
-}
-
-// meterHook hands the conversation's seconds to the meter; a turn's end, and each piece of audio
-// the conversation serves (session's meterNow), writes them durably (Sync: one shared write, none
-// while the store is away).
-type meterHook struct{ app *App }
-
-func (h meterHook) Record(ctx context.Context, u session.Usage) error {
-	h.app.Meter.Add(u.Subject, u.Org, meter.DoorConversation, u.Heard.Seconds(), u.Spoken.Seconds())
-	if u.TurnEnded {
-		return h.app.Meter.Sync(ctx)
-	}
-	return nil
-}
-
-// Hold keeps the meter's Close waiting (bounded) until the conversation's last record.
-func (h meterHook) Hold() (release func()) { return h.app.Meter.Hold() }
-
-var _ session.MeterHolder = meterHook{}
-
-// ears is Whisper (one window at a time: the conversation splits longer utterances).
-type ears struct{ svc *speechcore.Service }
-
-var _ session.SharedEars = ears{}
-
-func (e ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
-	return e.TranscribeAs(ctx, pcm, session.Hearing{})
-}
-
-// TranscribeAs puts the conversation's request in Whisper's queue as its own: finals fairly
-// between conversations, then the newest partial of each.
-func (e ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing) (string, error) {
-	w := e.svc.Whisper
-	if w == nil {
-		return "", speechcore.ErrNotWarm
-	}
-	r, err := w.TranscribeAs(ctx, pcm, hearingRequest(h))
-	if err != nil {
-		return "", err
-	}
-	e.svc.ObserveTranscription(r)
-	return r.Text, nil
-}
-
-// hearingRequest is a conversation's place in Whisper's queue.
-func hearingRequest(h session.Hearing) whisper.Request {
-	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final}
-	if h.Partial {
-		req.Kind = whisper.Partial
-	}
-	return req
-}
-
-var _ session.MelEars = ears{}
-
-// NumMels is Whisper's mel bands (80 before it is loaded: the conversation asks only once warm).
-func (e ears) NumMels() int {
-	if w := e.svc.Whisper; w != nil {
-		return w.NumMels()
-	}
-	return 80
-}
-
-// TranscribeMel decodes a partial from the features the conversation keeps (session.MelEars).
-func (e ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearing) (string, error) {
-	w := e.svc.Whisper
-	if w == nil {
-		return "", speechcore.ErrNotWarm
-	}
-	r, err := w.TranscribeMelAs(ctx, mel, hearingRequest(h))
-	if err != nil {
-		return "", err
-	}
-	e.svc.ObserveTranscription(r)
-	return r.Text, nil
-}
-
-// voice is Kokoro: a session's voice name is matched to a mounted voice (kokoro.MatchVoice).
-type voice struct{ svc *speechcore.Service }
-
-func (v voice) Speak(ctx context.Context, text, name string, speed float64, emit func([]int16) error) error {
-	k := v.svc.Kokoro
-	if k == nil {
-		return speechcore.ErrNotWarm
-	}
-	s, err := kokoro.CheckSpeed(float32(speed))
-	if err != nil {
-		s = 0
-	}
-	start := time.Now()
-	err = k.Speak(ctx, kokoro.Request{Text: text, Voice: kokoro.MatchVoice(k.Voices(), name), Speed: s}, func(c kokoro.Chunk) error {
-		v.svc.ObserveSynthesis(time.Since(start))
-		err := emit(c.PCM)
-		start = time.Now()
-		return err
-	})
-	if errors.Is(err, kokoro.ErrNothingToSay) && ctx.Err() == nil {
-		return nil // punctuation alone: nothing to speak (session.Voice's contract)
-	}
-	return err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
@@ -15,17 +14,6 @@ type health struct {
 	Version string             `json:"version"`
 	Speech  speechcore.Summary `json:"speech"`
 	Voice   door.VoiceHealth   `json:"voice"`
-}
-
-func init() {
-	register("health", orderCore, func() *component {
-		return &component{
-			start: func(ctx context.Context, app *App) error {
-				app.HandlePublic("GET /health", http.HandlerFunc(app.serveHealth))
-				return nil
-			},
-		}
-	})
 }
 
 func (a *App) serveHealth(w http.ResponseWriter, r *http.Request) {

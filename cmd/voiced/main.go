@@ -1,6 +1,6 @@
 // Command voiced is the voiced server: `voiced serve` (the default), `voiced assets verify DIR`
 // and `voiced assets fixture DIR`. Flags and VOICED_* environment variables are parsed only here;
-// the server is assembled from components (component.go), one file each.
+// the server is built from its parts (parts.go), one file each, in one explicit sequence.
 package main
 
 import (

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -14,23 +13,17 @@ import (
 	"time"
 )
 
-// The page component serves GET / (no auth, SPEC §3): a small browser page that opens the
+// servePage routes GET / (no auth, SPEC §3): a small browser page that opens the
 // microphone, talks to /v1/voice and plays the answer, with the live transcript and latency
 // figures. Its files are embedded (page/); nothing is fetched from anywhere else.
-func init() {
-	register("page", orderCore, func() *component {
-		return &component{
-			start: func(ctx context.Context, app *App) error {
-				p, err := newPage()
-				if err != nil {
-					return err
-				}
-				app.HandlePublic("GET /{$}", http.HandlerFunc(p.serveIndex))
-				app.HandlePublic("GET /page/{name}", http.HandlerFunc(p.serveAsset))
-				return nil
-			},
-		}
-	})
+func servePage(app *App) error {
+	p, err := newPage()
+	if err != nil {
+		return err
+	}
+	app.HandlePublic("GET /{$}", http.HandlerFunc(p.serveIndex))
+	app.HandlePublic("GET /page/{name}", http.HandlerFunc(p.serveAsset))
+	return nil
 }
 
 //go:embed page

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -9,21 +8,14 @@ import (
 	"testing"
 )
 
-// pageMux runs the registered page component's start on a fresh mux: the routes exactly as
-// voiced serve puts them.
+// pageMux routes the page (servePage) on a fresh mux: the routes exactly as voiced serve puts them.
 func pageMux(t *testing.T) *http.ServeMux {
 	t.Helper()
 	app := &App{mux: http.NewServeMux()}
-	for _, c := range components() {
-		if c.name == "page" {
-			if err := c.start(context.Background(), app); err != nil {
-				t.Fatal(err)
-			}
-			return app.mux
-		}
+	if err := servePage(app); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no component named page is registered")
-	return nil
+	return app.mux
 }
 
 func get(t *testing.T, mux http.Handler, method, target string, header http.Header) *httptest.ResponseRecorder {

@@ -17,18 +17,7 @@ const readyCheckTimeout = time.Second
 // GET /health/live answers 200 while the process serves; GET /health/ready answers 200 only when
 // the speech core is warm, every store answers and the server is not draining, else 503 naming
 // the first reason (speech_assets_not_mounted, speech_not_warm, meter_store_unavailable,
-// ticket_store_unavailable, shutting_down).
-func init() {
-	register("probes", orderCore, func() *component {
-		return &component{
-			start: func(ctx context.Context, app *App) error {
-				app.HandlePublic("GET /health/live", http.HandlerFunc(serveLive))
-				app.HandlePublic("GET /health/ready", http.HandlerFunc(app.serveReady))
-				return nil
-			},
-		}
-	})
-}
+// ticket_store_unavailable, shutting_down). serveCore routes them.
 
 func serveLive(w http.ResponseWriter, r *http.Request) {
 	writeProbe(w, map[string]string{"status": "live"})

@@ -79,22 +79,18 @@ func (c *serverConfig) tlsConfig() (*tls.Config, error) {
 // socketForceWait bounds the wait for sockets after their contexts are cancelled.
 const socketForceWait = 5 * time.Second
 
-// stopTimeout bounds the component stops (flushes) after the sockets are gone.
+// stopTimeout bounds the parts' stops (flushes) after the sockets are gone.
 const stopTimeout = 30 * time.Second
 
-// serve parses the flags, validates every component, starts them in order, binds the listener
-// and serves until SIGTERM/SIGINT. It returns the exit status.
+// serve parses the flags, validates every part, starts them in order (parts.go), binds the
+// listener and serves until SIGTERM/SIGINT. It returns the exit status.
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("voiced serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg serverConfig
 	cfg.flags(fs)
-	comps := components()
-	for _, c := range comps {
-		if c.flags != nil {
-			c.flags(fs)
-		}
-	}
+	var p parts
+	p.flags(fs)
 	withEnvNames(fs)
 	fs.Usage = func() { fmt.Fprintln(stderr, "voiced serve: voiced serve -h lists every flag") }
 	if err := fs.Parse(args); err != nil {
@@ -152,31 +148,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fromEnv: fromEnv,
 	}
 	// Everything is validated before anything starts: nothing starts half-configured.
-	for _, c := range comps {
-		if c.validate == nil {
-			continue
-		}
-		if err := c.validate(app); err != nil {
-			return fail("configuration refused", err, "component", c.name)
-		}
+	if part, err := p.validate(app); err != nil {
+		return fail("configuration refused", err, "component", part)
 	}
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stopSignals()
-	for _, c := range comps {
-		if c.start != nil {
-			if err := c.start(ctx, app); err != nil {
-				app.runShutdown()
-				if ctx.Err() != nil {
-					log.Info("start interrupted by signal", "component", c.name)
-					return 0
-				}
-				return fail("start refused", err, "component", c.name)
-			}
+	if part, err := p.start(ctx, app); err != nil {
+		app.runShutdown()
+		if ctx.Err() != nil {
+			log.Info("start interrupted by signal", "component", part)
+			return 0
 		}
-		if c.stop != nil {
-			app.OnShutdown(c.stop)
-		}
+		return fail("start refused", err, "component", part)
 	}
 	app.mux.Handle("/", requireAuth(app, http.HandlerFunc(app.serveFallback)))
 
@@ -251,7 +235,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runShutdown runs the shutdown hooks (component stops included) in reverse order, each once.
+// runShutdown runs the shutdown hooks (the parts' stops included) in reverse order, each once.
 func (a *App) runShutdown() {
 	a.mu.Lock()
 	hooks := a.shutdown

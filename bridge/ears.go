@@ -1,0 +1,92 @@
+package bridge
+
+import (
+	"context"
+
+	"github.com/voiced/voiced/session"
+	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechcore/whisper"
+)
+
+// hearer is what Ears needs of Whisper (*whisper.Engine).
+type hearer interface {
+	TranscribeAs(ctx context.Context, pcm16k []float32, req whisper.Request) (whisper.Result, error)
+	TranscribeMelAs(ctx context.Context, mel []float32, req whisper.Request) (whisper.Result, error)
+	NumMels() int
+}
+
+// Ears is Whisper as the conversation's ears (one window at a time: the conversation splits
+// longer utterances), on Whisper's shared queue: finals fairly between conversations, then the
+// newest partial of each.
+type Ears struct {
+	whisper func() hearer          // the loaded engine, nil until it is
+	observe func(r whisper.Result) // each transcription's timings, for the speech metrics
+}
+
+var (
+	_ session.SharedEars = Ears{}
+	_ session.MelEars    = Ears{}
+)
+
+// NewEars is the service's Whisper as Ears, looked up per call.
+func NewEars(svc *speechcore.Service) Ears {
+	return Ears{
+		whisper: func() hearer {
+			if w := svc.Whisper; w != nil {
+				return w
+			}
+			return nil
+		},
+		observe: svc.ObserveTranscription,
+	}
+}
+
+// Transcribe decodes one utterance as a final of its own.
+func (e Ears) Transcribe(ctx context.Context, pcm []float32) (string, error) {
+	return e.TranscribeAs(ctx, pcm, session.Hearing{})
+}
+
+// TranscribeAs puts the conversation's request in Whisper's queue as its own.
+func (e Ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing) (string, error) {
+	w := e.whisper()
+	if w == nil {
+		return "", speechcore.ErrNotWarm
+	}
+	r, err := w.TranscribeAs(ctx, pcm, hearingRequest(h))
+	if err != nil {
+		return "", err
+	}
+	e.observe(r)
+	return r.Text, nil
+}
+
+// hearingRequest is a conversation's place in Whisper's queue.
+func hearingRequest(h session.Hearing) whisper.Request {
+	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final}
+	if h.Partial {
+		req.Kind = whisper.Partial
+	}
+	return req
+}
+
+// NumMels is Whisper's mel bands (80 before it is loaded: the conversation asks only once warm).
+func (e Ears) NumMels() int {
+	if w := e.whisper(); w != nil {
+		return w.NumMels()
+	}
+	return 80
+}
+
+// TranscribeMel decodes a partial from the features the conversation keeps (session.MelEars).
+func (e Ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearing) (string, error) {
+	w := e.whisper()
+	if w == nil {
+		return "", speechcore.ErrNotWarm
+	}
+	r, err := w.TranscribeMelAs(ctx, mel, hearingRequest(h))
+	if err != nil {
+		return "", err
+	}
+	e.observe(r)
+	return r.Text, nil
+}
