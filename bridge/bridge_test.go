@@ -290,7 +290,7 @@ func TestSharedSquelchOnePass(t *testing.T) {
 	}
 	pcm := make([]float32, 16000) // one second of silence, in 20 ms pushes
 	for i := 0; i < len(pcm); i += 320 {
-		if _, err := d.Push(pcm[i : i+320]); err != nil {
+		if _, err := d.Feed(pcm[i:i+320], int64(i)); err != nil {
 			t.Fatal(err)
 		}
 		if passed, err := q.Push(pcm[i : i+320]); err != nil || len(passed) != 0 {

@@ -60,13 +60,13 @@ func TestTransportInboundBytes(t *testing.T) {
 		// Larger than the whole budget (a sideband reads up to session.ReadLimit): it waits for
 		// the queue to empty, then goes alone.
 		huge := make([]byte, 3*inboundBytes)
-		tr.hand(session.Inbound{Audio: make([]int16, 480)})
+		tr.hand(session.Inbound{Audio: make([]float32, 480)})
 		go tr.Inject(huge)
 		synctest.Wait()
 		if len(tr.in) != 1 {
 			t.Errorf("%d inputs wait; want only the audio run while the huge message waits for room", len(tr.in))
 		}
-		for _, want := range []int{2 * 480, len(huge)} {
+		for _, want := range []int{4 * 480, len(huge)} {
 			in, err := tr.Receive(context.Background())
 			if err != nil {
 				t.Fatal(err)

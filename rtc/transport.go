@@ -83,7 +83,7 @@ func (b *byteBudget) give(n int) {
 }
 
 // inboundSize is what an input counts against inboundBytes.
-func inboundSize(in session.Inbound) int { return len(in.Event) + 2*len(in.Audio) }
+func inboundSize(in session.Inbound) int { return len(in.Event) + 4*len(in.Audio) }
 
 // Transport carries one conversation on a call (session.Transport): the oai-events data channel
 // carries the same JSON events as the socket, mic audio arrives from the track
@@ -119,11 +119,9 @@ func NewTransport() *Transport {
 // Handlers are the call's callbacks that feed this transport.
 func (t *Transport) Handlers() Handlers {
 	return Handlers{
-		InputRate: OutputRate, // 24 kHz: the default pcm16 input format, so the engine only resamples once
-		Audio: func(pcm []float32) {
-			t.hand(session.Inbound{Audio: audio.Float32ToInt16(pcm), AudioRate: OutputRate})
-		},
-		Event: func(msg []byte) { t.hand(session.Inbound{Event: msg}) },
+		InputRate: session.TrackRate, // the engine hears the samples as they are: one resampling, Opus's 48 kHz to 16 kHz
+		Audio:     func(pcm []float32) { t.hand(session.Inbound{Audio: pcm}) },
+		Event:     func(msg []byte) { t.hand(session.Inbound{Event: msg}) },
 		TooLarge: func(size int) {
 			t.hand(session.Inbound{Refused: wire.ErrInvalidEvent("", fmt.Sprintf(
 				"Invalid event: a data-channel message may be at most %d bytes (a=max-message-size in the answer); this one was %d and was dropped.",

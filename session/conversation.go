@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -23,35 +22,29 @@ var (
 )
 
 // conversation is the engine of one realtime conversation, whatever carries it (Transport). Its
-// state is split by owner; each part says who may touch it:
+// own fields are set by newConversation (ctx and cancel by run, before any other goroutine
+// starts) and only read after, by any goroutine; the rest is in parts, each stating its owner:
 //
-//   - fixed: set by newConversation, read-only after (any goroutine).
-//   - inputSide: the input goroutine (run) only: the session config, the input pipeline
+//   - in (inputSide): the input goroutine (run) only: the session config, the input pipeline
 //     (buffer, turn detector, squelch), the turn in progress.
 //   - outbox: the queue to the writer goroutine (writeLoop), the only caller of Transport.Send
 //     and Transport.Close while it runs; its methods are safe from any goroutine.
-//   - shared: under shared.mu: the items, the replies running, the idle timer, playback.
-//   - usage: atomics: seconds heard and spoken for the meter, the quota left, the answer clock.
+//   - turns (handoff): atomics replies and the input goroutine leave each other (the answer
+//     clock, a reply's end, assistant audio held).
+//   - hist (history): the items and the reply audio playing, under history's own lock (items.go).
+//   - replies: the responses running and the idle timer, under their own lock (replies.go).
+//   - ledger: seconds heard and spoken for the meter, the quota left (metering.go): atomics;
+//     meterLoop is its goroutine.
 //
 // Goroutines: run (input) starts the writer and the meter loop (and the drain watcher), and
 // workers (transcriptions, partial decodes, replies) on work; on return it cancels ctx and waits
 // for all of them. A reply runs two: its mind goroutine (the worker) and its writer (replyRun).
 type conversation struct {
-	fixed
-	inputSide
-	outbox
-	shared
-	usage
-}
-
-// fixed: set once by newConversation, read by every goroutine.
-type fixed struct {
 	srv     *Server
 	log     *slog.Logger
 	t       Transport
 	media   Media
 	grant   Grant
-	enc     *wire.Encoder // its dialect is an atomic: set by the input goroutine, read by senders
 	convID  string
 	engines Engines
 
@@ -62,60 +55,17 @@ type fixed struct {
 	work   sync.WaitGroup // transcription, partial and reply workers; run waits for them
 	// backlog is the committed audio waiting for transcription (backlog.go).
 	backlog backlog
+
+	in      inputSide
+	outbox  outbox
+	turns   handoff
+	hist    history
+	replies replies
+	ledger  ledger
 }
 
-// inputSide is owned by the input goroutine (run): client events and input audio are handled
-// there, one at a time.
-type inputSide struct {
-	dialect     wire.Dialect
-	sessionSeen bool // a session.update decided the dialect
-	sess        wire.Session
-	input       inputBuffer
-	detector    TurnDetector // nil without turn detection
-	detectBase  int64        // timeline sample (16 kHz) of the detector's first push
-	squelch     Squelch
-	speechItem  string // the user item named by speech_started, until committed
-	partials    partials
-	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
-	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
-	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
-	// the end of the last response's audio) while armed; speech disarms it.
-	idleArmed bool
-	idleFrom  int64
-	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
-	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
-}
-
-// shared is what workers and the input goroutine share, under mu.
-type shared struct {
-	mu        sync.Mutex
-	items     []*entry
-	byID      map[string]*entry // items by id (ids are unique: item.create refuses a taken one)
-	active    *reply
-	outOfBand map[string]*reply // running out-of-band responses by id
-	held      int               // bytes the items keep (Config.ConversationBytes), and running responses' input
-	idle      *time.Timer       // set once under mu before the input loop runs; its callback reads it under mu
-	// playing is the reply audio handed to Media.Player: where the next sample queued will play
-	// on the player's timeline, and the assistant message being played (nil without a player).
-	playing playback
-}
-
-// usage is counted by whoever hears or speaks (atomics) and handed to the meter by meterLoop.
-type usage struct {
-	budgetLimited atomic.Bool
-	budgetLeft    atomic.Int64 // nanoseconds the principal may still use (when limited)
-	// reservedSpeech, recordedSpeech: nanoseconds of reply audio reserved from the budget before
-	// it was sent, and of those, the ones the meter has recorded (both only grow).
-	reservedSpeech atomic.Int64
-	// speakMu is held from a delta's reserve to its place in the outbox (say).
-	speakMu        sync.Mutex
-	recordedSpeech atomic.Int64
-	heardSamples   atomic.Int64 // 16 kHz samples past the squelch, not yet metered
-	heardForReply  atomic.Int64 // 16 kHz samples past the squelch since the last response.done
-	spokenSamples  atomic.Int64 // 24 kHz samples sent, not yet metered
-	// playedMetered is the Media.Player's Played already added to spokenSamples (takePlayed).
-	playedMetered atomic.Int64
-	meterKick     chan struct{}
+// handoff is what replies and the input goroutine tell each other (atomics).
+type handoff struct {
 	// answerSince is when the user's speech ended (unix ns) while the turn detector's reply has
 	// not yet sent audio; 0 otherwise. The first reply audio after it observes the answer latency.
 	answerSince atomic.Int64
@@ -136,21 +86,24 @@ func (s *Server) Converse(ctx context.Context, t Transport, g Grant, d wire.Dial
 }
 
 func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model string) *conversation {
-	c := &conversation{}
-	c.fixed = fixed{srv: s, log: s.log, t: t, grant: g, engines: s.cfg.Engines.timed(s.metrics),
-		enc: wire.NewEncoder(d), convID: wire.NewID("conv_")}
+	c := &conversation{srv: s, log: s.log, t: t, grant: g, engines: s.cfg.Engines.timed(s.metrics),
+		convID: wire.NewID("conv_")}
 	if t != nil {
 		c.media = t.Media()
 	}
-	c.dialect = d
-	c.sess = wire.NewSession(wire.NewID("sess_"), model)
-	c.outbox.open(t)
-	c.meterKick = make(chan struct{}, 1)
+	c.in.dialect = d
+	c.in.input.track = c.media.TrackInput
+	c.in.sess = wire.NewSession(wire.NewID("sess_"), model)
+	c.outbox = outbox{t: t, enc: wire.NewEncoder(d), log: c.log}
+	c.outbox.open()
+	c.ledger = ledger{meter: c.engines.Meter, budget: c.engines.Budget, principal: g.Principal, player: c.media.Player,
+		log: c.log, kick: make(chan struct{}, 1), exhausted: c.quotaExceeded}
 	c.backlog.freed = make(chan struct{}, 1)
-	c.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
-	c.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
+	c.hist.limit = s.cfg.ConversationBytes
+	c.in.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
+	c.in.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
 	if model == "" {
-		c.sess.Model = "voiced"
+		c.in.sess.Model = "voiced"
 	}
 	return c
 }
@@ -158,18 +111,20 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 // run is the input goroutine. It returns when the client leaves, the session ends, or ctx is done.
 func (c *conversation) run(parent context.Context) {
 	c.ctx, c.cancel = context.WithCancel(parent)
+	c.outbox.ctx, c.outbox.cancel = c.ctx, c.cancel
+	c.ledger.ctx = c.ctx
 	if h, ok := c.engines.Meter.(MeterHolder); ok {
-		defer h.Hold()() // released after the last flushMeter below (defers run last-in first-out)
+		defer h.Hold()() // released after the last flush below (defers run last-in first-out)
 	}
 	var writer, meter sync.WaitGroup
-	writer.Go(c.writeLoop)
-	meter.Go(c.meterLoop)
+	writer.Go(c.outbox.writeLoop)
+	meter.Go(c.ledger.meterLoop)
 	stopDrain := func() {}
 	if t := c.srv.cfg.Sockets; t != nil {
 		stopDrain = door.WatchDrain(c.ctx, t.Draining(), c.drain)
 	}
 	defer func() {
-		c.dropSpeculation()
+		c.in.dropSpeculation()
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
 		writer.Wait()
@@ -183,13 +138,13 @@ func (c *conversation) run(parent context.Context) {
 		// them on now that every worker has returned (the meter writes them within a second,
 		// and at shutdown its Close flushes after every conversation has drained).
 		last, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c.flushMeter(last, false)
+		c.ledger.flush(last, false)
 		cancel()
 		c.t.Close(EndNormal, "")
-		if c.detector != nil {
-			c.detector.Close()
+		if c.in.detector != nil {
+			c.in.detector.Close()
 		}
-		if cl, ok := c.squelch.(io.Closer); ok {
+		if cl, ok := c.in.squelch.(io.Closer); ok {
 			cl.Close()
 		}
 	}()
@@ -197,40 +152,28 @@ func (c *conversation) run(parent context.Context) {
 	if es, ok := c.t.(EventSource); ok {
 		es.Attach(c.send)
 	}
-	c.refreshBudget(c.ctx)
+	c.ledger.refreshBudget(c.ctx)
 	if err := c.start(); err != nil {
 		c.fail(err)
 		c.awaitClose() // the writer sends the error and the close before run's return cancels it
 		return
 	}
 	idleTimeout := c.srv.cfg.IdleTimeout
-	c.mu.Lock()
-	c.idle = time.AfterFunc(idleTimeout, func() {
-		// A client listening to a long reply sends nothing: idle counts only while no reply runs
-		// (out-of-band ones included).
-		c.mu.Lock()
-		busy := c.active != nil || len(c.outOfBand) > 0
-		if busy {
-			c.idle.Reset(idleTimeout)
-		}
-		c.mu.Unlock()
-		if !busy {
-			c.closeWith(wire.ErrSessionIdle(idleTimeout.String()), EndGoingAway, "idle")
-		}
+	c.replies.startIdle(idleTimeout, func() {
+		c.closeWith(wire.ErrSessionIdle(idleTimeout.String()), EndGoingAway, "idle")
 	})
-	c.mu.Unlock()
-	defer c.idle.Stop()
+	defer c.replies.idle.Stop() // set once, before any reply can run
 
 	for {
 		in, err := c.t.Receive(c.ctx)
 		if err != nil {
-			if c.ctx.Err() == nil && !c.closed.Load() && !errors.Is(err, ErrClientClosed) {
+			if c.ctx.Err() == nil && !c.outbox.closed.Load() && !errors.Is(err, ErrClientClosed) {
 				c.log.Debug("realtime read ended", "err", err)
 			}
 			return
 		}
-		c.idle.Reset(idleTimeout)
-		if c.closed.Load() {
+		c.replies.touchIdle(idleTimeout)
+		if c.outbox.closed.Load() {
 			c.awaitClose()
 			return
 		}
@@ -261,7 +204,7 @@ func (c *conversation) receive(in Inbound) {
 		}
 		c.send(in.Refused)
 	case in.Audio != nil:
-		c.trackAudio(in.Audio, in.AudioRate)
+		c.trackAudio(in.Audio)
 	default:
 		if ev, ok := wire.DecodeAppend(in.Event); ok {
 			c.handle(ev)
@@ -272,7 +215,7 @@ func (c *conversation) receive(in Inbound) {
 		if c.overBytes(in.Event) {
 			return
 		}
-		ev, err := wire.DecodeGeneral(in.Event, c.dialect)
+		ev, err := wire.DecodeGeneral(in.Event, c.in.dialect)
 		if _, audio := ev.(*wire.InputAudioBufferAppend); audio && err == nil {
 			c.srv.eventBytes.giveBack(c.grant.Principal.Subject, float64(len(in.Event)))
 		} else {
@@ -300,13 +243,13 @@ func (c *conversation) receive(in Inbound) {
 // is over the limit, then it has been refused by name (rate_limit_exceeded), or the conversation
 // closed (1008) when the client keeps sending past twice its allowance.
 func (c *conversation) limited(eventID string) bool {
-	switch c.limit.take(c.srv.cfg.Now()) {
+	switch c.in.limit.take(c.srv.cfg.Now()) {
 	case dropped:
-		c.send(c.limit.errRateLimited(eventID))
+		c.send(c.in.limit.errRateLimited(eventID))
 		return true
 	case abusive:
-		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.limit.rate, "burst", c.limit.burst)
-		c.closeWith(c.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
+		c.log.Warn("realtime client kept sending over its event rate; closing", "rate", c.in.limit.rate, "burst", c.in.limit.burst)
+		c.closeWith(c.in.limit.errRateLimited(eventID), EndPolicy, "event rate exceeded")
 		return true
 	}
 	return false
@@ -317,13 +260,13 @@ func (c *conversation) limited(eventID string) bool {
 // (rate_limit_exceeded) without being read, or the conversation closed (1008) when the client
 // keeps sending past twice its allowance.
 func (c *conversation) overBytes(event []byte) bool {
-	switch c.bytes.take(len(event), c.srv.cfg.Now()) {
+	switch c.in.bytes.take(len(event), c.srv.cfg.Now()) {
 	case dropped:
-		c.send(c.bytes.errOverBytes(wire.PeekEventID(event), len(event)))
+		c.send(c.in.bytes.errOverBytes(wire.PeekEventID(event), len(event)))
 		return true
 	case abusive:
-		c.log.Warn("realtime client kept sending over its event bytes; closing", "bytes_per_second", c.bytes.budgets.rate, "burst", c.bytes.budgets.burst)
-		c.closeWith(c.bytes.errOverBytes(wire.PeekEventID(event), len(event)), EndPolicy, "event bytes exceeded")
+		c.log.Warn("realtime client kept sending over its event bytes; closing", "bytes_per_second", c.in.bytes.budgets.rate, "burst", c.in.bytes.budgets.burst)
+		c.closeWith(c.in.bytes.errOverBytes(wire.PeekEventID(event), len(event)), EndPolicy, "event bytes exceeded")
 		return true
 	}
 	return false
@@ -332,51 +275,51 @@ func (c *conversation) overBytes(event []byte) bool {
 // start sends session.created, with the ticket's session config applied first.
 func (c *conversation) start() error {
 	if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
-		if err := applySessionObject(&c.sess, c.grant.Session, c.dialect); err != nil {
+		if err := applySessionObject(&c.in.sess, c.grant.Session, c.in.dialect); err != nil {
 			return err
 		}
 	}
 	if err := c.configure(); err != nil {
 		return err
 	}
-	c.send(wire.SessionCreated{Session: c.sess})
+	c.send(wire.SessionCreated{Session: c.in.sess})
 	return nil
 }
 
 // configure (re)builds what depends on the session config: the input converter, the turn
 // detector and the squelch.
 func (c *conversation) configure() error {
-	if err := c.input.setFormat(c.sess.InputFormat); err != nil {
+	if err := c.in.input.setFormat(c.in.sess.InputFormat); err != nil {
 		return err
 	}
-	if c.detector != nil {
-		c.detector.Close()
-		c.detector = nil
+	if c.in.detector != nil {
+		c.in.detector.Close()
+		c.in.detector = nil
 	}
-	c.partials.reset()
-	c.dropSpeculation()
+	c.in.partials.reset()
+	c.in.dropSpeculation()
 	// The squelch first: a detector reads the VAD pass it lends.
-	if c.squelch == nil && c.engines.NewSquelch != nil {
+	if c.in.squelch == nil && c.engines.NewSquelch != nil {
 		q, err := c.engines.NewSquelch()
 		if err != nil {
 			return fmt.Errorf("squelch: %w", err)
 		}
-		c.squelch = q
+		c.in.squelch = q
 	}
-	if c.sess.TurnDetection.Type != wire.TurnNone {
-		var f TurnDetector
+	if c.in.sess.TurnDetection.Type != wire.TurnNone {
+		var f turn.Detector
 		var err error
-		if shared, ok := c.squelch.(SharedSquelch); ok && c.engines.NewTurnDetectorOn != nil {
-			f, err = c.engines.NewTurnDetectorOn(c.sess.TurnDetection, c.partials.Partial, shared)
+		if shared, ok := c.in.squelch.(SharedSquelch); ok && c.engines.NewTurnDetectorOn != nil {
+			f, err = c.engines.NewTurnDetectorOn(c.in.sess.TurnDetection, c.in.partials.Partial, shared)
 		} else if c.engines.NewTurnDetector != nil {
-			f, err = c.engines.NewTurnDetector(c.sess.TurnDetection, c.partials.Partial)
+			f, err = c.engines.NewTurnDetector(c.in.sess.TurnDetection, c.in.partials.Partial)
 		}
 		if err != nil {
 			return fmt.Errorf("turn detection: %w", err)
 		}
 		if f != nil {
-			c.detector = f
-			c.detectBase = c.input.timeline
+			c.in.detector = f
+			c.in.detectBase = c.in.input.timeline
 		}
 	}
 	return nil
@@ -401,16 +344,7 @@ func (c *conversation) fail(err error) {
 // finishes first.
 func (c *conversation) drain() {
 	// The replies in flight finish first: the conversation's and any out-of-band ones.
-	c.mu.Lock()
-	var running []*reply
-	if c.active != nil {
-		running = append(running, c.active)
-	}
-	for _, r := range c.outOfBand {
-		running = append(running, r)
-	}
-	c.mu.Unlock()
-	for _, r := range running {
+	for _, r := range c.replies.running() {
 		select {
 		case <-r.done:
 		case <-c.ctx.Done():
@@ -419,148 +353,4 @@ func (c *conversation) drain() {
 	}
 	c.closeWith(&wire.Error{Type: wire.TypeServer, Code: codeShuttingDown, Message: "The server is shutting down."},
 		EndGoingAway, "server shutting down")
-}
-
-// partials keeps the latest partial transcript of the turn in progress for semantic_vad and the
-// streamed transcript deltas: the input goroutine starts a decode of the open turn's audio on a
-// worker each time half a second more has arrived; Partial returns whatever text is in hand, at
-// once. On a SharedEars a new decode is asked for even while the last waits: the decoder keeps
-// only the newest partial of a conversation queued (the older one's worker returns at once), so
-// a partial is never stale by the time it runs. On a plain Ears one decode runs at a time.
-type partials struct {
-	text    atomic.Pointer[string]
-	busy    atomic.Int32 // decode workers running
-	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
-	decoded int          // samples of the turn the last decode started with (input goroutine)
-	// paused: the speaker paused (HintPaused) and no decode has started since: the next
-	// maybeDecode decodes whatever audio came since the last, not waiting for the cadence
-	// (input goroutine).
-	paused bool
-
-	mu sync.Mutex // the workers' results, applied in the order they were asked for
-	// applied is the sequence number of the newest decode whose result was used.
-	applied, asked int64
-	// streamed is the transcript already sent as input_audio_transcription.delta for streamedGen's
-	// turn.
-	streamed    string
-	streamedGen int64
-	// mel is the open turn's log-mel when Ears take features (shared by the decode workers under
-	// its own lock).
-	mel partialMel
-}
-
-// partialMel keeps the open turn's log-mel (audio.MelStream) between its partial decodes: a turn's
-// audio only grows until the turn ends, so each decode computes only the frames new since the
-// last, bit for bit what LogMel of the whole window gives (audio's TestMelStreamEqualsLogMel).
-// Several workers may decode partials of one conversation at once (a SharedEars keeps the newest
-// queued): each computes under mu into a buffer of its own, which it keeps until its decode
-// returns.
-type partialMel struct {
-	mu     sync.Mutex
-	stream *audio.MelStream
-	gen    int64 // the turn (partials.gen) stream holds
-	bufs   sync.Pool
-}
-
-// transcribe decodes pcm, the turn gen's audio so far (its last window when slid): through the
-// turn's MelStream when ears take features and the turn still fits one window, else as a whole
-// window (a turn past 30 s slides its window, which a MelStream cannot follow).
-func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen int64, pcm []float32, slid bool) (string, error) {
-	me, ok := ears.(MelEars)
-	if !ok || slid || len(pcm) > audio.WhisperSamples {
-		return hearWith(ctx, ears, h, pcm)
-	}
-	buf, _ := m.bufs.Get().(*[]float32)
-	if buf == nil {
-		buf = new([]float32)
-	}
-	m.mu.Lock()
-	if m.stream == nil {
-		m.stream = audio.NewMelStream(me.NumMels())
-	}
-	if m.gen != gen || m.stream.Len() > len(pcm) {
-		m.stream.Reset() // a new turn (or an older snapshot than the last) restarts the stream
-		m.gen = gen
-	}
-	m.stream.Append(pcm[m.stream.Len():])
-	*buf = m.stream.Compute(*buf)
-	m.mu.Unlock()
-	text, err := me.TranscribeMel(ctx, *buf, h)
-	if ctx.Err() == nil { // cancelled, the decoder may still be reading buf: leave it to the GC
-		m.bufs.Put(buf)
-	}
-	return text, err
-}
-
-// partialCadence is the new audio (16 kHz samples) that starts another partial decode.
-const partialCadence = hearRate / 2
-
-// Partial returns the latest partial transcript ("" when none yet).
-func (p *partials) Partial() string {
-	if t := p.text.Load(); t != nil {
-		return *t
-	}
-	return ""
-}
-
-func (p *partials) reset() {
-	p.gen.Add(1)
-	p.text.Store(nil)
-	p.decoded, p.paused = 0, false
-}
-
-// maybeDecode starts a partial decode of the open turn when partialCadence more audio has come
-// since the last one started, or, after a pause (paused), when any has: the partial in hand at
-// the pause then holds the turn's last words, for semantic_vad's judgement and a speculation on
-// them, rather than what was said up to half a second earlier. With stream (the session transcribes its
-// input) the words it adds to what was already sent go out as
-// conversation.item.input_audio_transcription.delta for item, while the user still speaks; a
-// partial that revises earlier words sends nothing (a delta cannot take words back): the
-// transcription's completed event carries the final text.
-func (p *partials) maybeDecode(c *conversation, pcm []float32, item string, stream bool) {
-	need := partialCadence
-	if p.paused {
-		need = 1
-	}
-	if c.engines.Ears == nil || len(pcm)-p.decoded < need {
-		return
-	}
-	// Two on a shared decoder: one decoding and the newest waiting (a third replaces it).
-	limit := int32(1)
-	if _, shared := c.engines.Ears.(SharedEars); shared {
-		limit = 3
-	}
-	if p.busy.Add(1) > limit {
-		p.busy.Add(-1)
-		return
-	}
-	p.decoded, p.paused = len(pcm), false
-	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
-	slid := len(pcm) > audio.WhisperSamples
-	gen := p.gen.Load()
-	p.mu.Lock()
-	p.asked++
-	seq := p.asked
-	p.mu.Unlock()
-	c.work.Go(func() {
-		defer p.busy.Add(-1)
-		text, err := p.mel.transcribe(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: true}, gen, snapshot, slid)
-		if err != nil || p.gen.Load() != gen {
-			return
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if seq < p.applied {
-			return // a newer partial is already in hand
-		}
-		p.applied = seq
-		p.text.Store(&text)
-		if p.streamedGen != gen {
-			p.streamed, p.streamedGen = "", gen // a new turn
-		}
-		if stream && len(text) > len(p.streamed) && strings.HasPrefix(text, p.streamed) {
-			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):]})
-			p.streamed = text
-		}
-	})
 }

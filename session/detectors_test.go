@@ -45,7 +45,7 @@ func loud16k(n int) []float32 {
 }
 
 // A session's server_vad becomes turn's Hush with its settings; positions come back in samples
-// from the detector's first push: the start at the first loud window (no prefix padding), the
+// on the clock it is fed: the start at the first loud window (no prefix padding), the
 // stop at the last speech plus the silence duration.
 func TestTurnDetectorsServerVAD(t *testing.T) {
 	newDetector := TurnDetectors(energySpeech)
@@ -55,15 +55,18 @@ func TestTurnDetectorsServerVAD(t *testing.T) {
 	}
 	defer d.Close()
 	quiet := make([]float32, 4096)
-	var evs []TurnEvent
+	var evs []turn.Event
+	at := int64(0)
 	for _, pcm := range [][]float32{quiet, loud16k(16384), make([]float32, 16384)} {
-		got, err := d.Push(pcm)
+		got, err := d.Feed(pcm, at)
 		if err != nil {
 			t.Fatal(err)
 		}
+		at += int64(len(pcm))
 		evs = append(evs, got...)
 	}
-	want := []TurnEvent{{Sample: 4096}, {Hint: HintPaused, Sample: 4096 + 16384}, {Stopped: true, Sample: 4096 + 16384 + 5120, SpeechEnd: 4096 + 16384}}
+	want := []turn.Event{turn.SpeechStarted{Start: 4096}, turn.Paused{At: 4096 + 16384},
+		turn.SpeechStopped{End: 4096 + 16384 + 5120, SpeechEnd: 4096 + 16384}}
 	if len(evs) != len(want) || evs[0] != want[0] || evs[1] != want[1] || evs[2] != want[2] {
 		t.Fatalf("events %+v, want %+v", evs, want)
 	}
@@ -131,7 +134,7 @@ func TestOneVADPassPerConversation(t *testing.T) {
 	tr.until("session.updated")
 	const frames = 60 // 20 ms each at 24 kHz: 400 ms of speech, then 800 ms of silence
 	for i := range frames {
-		tr.in <- Inbound{Audio: tone24(20, i < 20), AudioRate: 24000}
+		tr.in <- Inbound{Audio: tone16(20, i < 20)}
 	}
 	evs := tr.until("response.done")
 	for _, want := range []string{"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "response.created"} {
@@ -151,10 +154,10 @@ func TestEagernessReachesDetector(t *testing.T) {
 	testkit.CheckLeaks(t)
 	built := make(chan turn.Eagerness, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"hi"}, Voice: fakeVoice{},
-		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {
+		NewTurnDetector: func(td wire.TurnDetection, p Partial) (turn.Detector, error) {
 			d, err := TurnDetectors(energySpeech)(td, p)
 			if err == nil {
-				if sem, ok := d.(*detector).d.(*turn.Semantic); ok {
+				if sem, ok := d.(*turn.Semantic); ok {
 					built <- sem.Config().Eagerness
 				}
 			}
@@ -176,25 +179,27 @@ func TestEagernessReachesDetector(t *testing.T) {
 	}
 }
 
-// semantic_vad's hints reach the conversation as TurnEvents: the transcript judged finished in
-// the pause (HintEndLikely), then the speaker going on (HintEndUnlikely), then the stop.
+// semantic_vad's hints reach the conversation as turn events: the transcript judged finished in
+// the pause (EndLikely), then the speaker going on (EndUnlikely), then the stop.
 func TestTurnDetectorsSemanticHints(t *testing.T) {
 	d, err := TurnDetectors(energySpeech)(wire.TurnDetection{Type: wire.TurnSemanticVAD}, func() string { return "Hi there." })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var evs []TurnEvent
+	var evs []turn.Event
+	at := int64(0)
 	for _, pcm := range [][]float32{loud16k(5120), make([]float32, 1024), loud16k(2048), make([]float32, 16000)} {
-		got, err := d.Push(pcm)
+		got, err := d.Feed(pcm, at)
 		if err != nil {
 			t.Fatal(err)
 		}
+		at += int64(len(pcm))
 		evs = append(evs, got...)
 	}
-	want := []TurnEvent{{Sample: 0}, {Hint: HintPaused, Sample: 5120}, {Hint: HintEndLikely, Sample: 5632, Transcript: "Hi there."},
-		{Hint: HintEndUnlikely, Sample: 6144}, {Hint: HintPaused, Sample: 8192}, {Hint: HintEndLikely, Sample: 8704, Transcript: "Hi there."},
-		{Stopped: true, Sample: 8192 + 3584, SpeechEnd: 8192}} // the Complete wait, 200 ms, in whole windows
+	want := []turn.Event{turn.SpeechStarted{Start: 0}, turn.Paused{At: 5120}, turn.EndLikely{At: 5632, Transcript: "Hi there."},
+		turn.EndUnlikely{At: 6144, Resumed: true}, turn.Paused{At: 8192}, turn.EndLikely{At: 8704, Transcript: "Hi there."},
+		turn.SpeechStopped{End: 8192 + 3584, SpeechEnd: 8192}} // the Complete wait, 200 ms, in whole windows
 	if len(evs) != len(want) {
 		t.Fatalf("events %+v, want %+v", evs, want)
 	}

@@ -182,12 +182,12 @@ func (p *fakePlayer) waitQueued(t testing.TB, n int) {
 	}
 }
 
-// tone24 is ms of 24 kHz PCM16 samples: a loud tone or silence.
-func tone24(ms int, loud bool) []int16 {
-	s := make([]int16, 24*ms)
+// tone16 is ms of track audio (16 kHz samples): a 300 Hz tone when loud, else silence.
+func tone16(ms int, loud bool) []float32 {
+	s := make([]float32, 16*ms)
 	if loud {
 		for i := range s {
-			s[i] = int16(12000 * math.Sin(2*math.Pi*300*float64(i)/24000))
+			s[i] = float32(12000.0 / 32768 * math.Sin(2*math.Pi*300*float64(i)/16000))
 		}
 	}
 	return s
@@ -246,16 +246,9 @@ func TestEngineTrackTurnToPlayer(t *testing.T) {
 		t.Fatalf("append over a track: %v, want error %s", ev, codeAppendOverTrack)
 	}
 
-	// 48 kHz track audio, 20 ms at a time: 400 ms of speech, then silence.
+	// Track audio, 20 ms at a time: 400 ms of speech, then silence.
 	for i := range 40 {
-		loud := i < 20
-		pcm := make([]int16, 960)
-		if loud {
-			for j := range pcm {
-				pcm[j] = int16(12000 * math.Sin(2*math.Pi*300*float64(j)/48000))
-			}
-		}
-		tr.in <- Inbound{Audio: pcm, AudioRate: 48000}
+		tr.in <- Inbound{Audio: tone16(20, i < 20)}
 	}
 	evs := tr.until("response.done")
 	got := typesOf(evs)
@@ -304,8 +297,8 @@ func TestEngineBargeInCutsUnplayedAudio(t *testing.T) {
 	end := converse(t, s, tr)
 	tr.until("session.created")
 
-	tr.in <- Inbound{Audio: tone24(300, true), AudioRate: 24000}
-	tr.in <- Inbound{Audio: tone24(300, false), AudioRate: 24000}
+	tr.in <- Inbound{Audio: tone16(300, true)}
+	tr.in <- Inbound{Audio: tone16(300, false)}
 	tr.until("response.created")
 	gate <- struct{}{} // the first piece ("You said: tell me a story.") is spoken
 	first := 240 * len("You said: tell me a story.")
@@ -313,7 +306,7 @@ func TestEngineBargeInCutsUnplayedAudio(t *testing.T) {
 	const played = 2000
 	player.advance(played)
 
-	tr.in <- Inbound{Audio: tone24(100, true), AudioRate: 24000} // the user speaks over it
+	tr.in <- Inbound{Audio: tone16(100, true)} // the user speaks over it
 	evs := tr.until("response.done")
 	// The cut is sent by the input side, response.done by the reply's: either may come first (as
 	// at OpenAI, where cleared follows response.done).

@@ -53,50 +53,6 @@ type Voice interface {
 	Speak(ctx context.Context, text, voice string, speed float64, emit func(pcm24k []int16) error) error
 }
 
-// TurnDetector decides who holds the floor from the user's audio (turn.Hush, turn.Semantic
-// behind an adapter). Push is called on the input goroutine with each run of input audio
-// (16 kHz) before that audio is handed on; it must not wait on a network. Reset forgets a turn
-// in progress (a manual commit, input_audio_buffer.clear); Close releases the model state.
-type TurnDetector interface {
-	Push(pcm16k []float32) ([]TurnEvent, error)
-	Reset()
-	Close() error
-}
-
-// TurnEvent is one change of the floor found by a Push. Sample counts 16 kHz samples from the
-// detector's first Push: for a start, where the turn's audio begins (prefix padding included);
-// for a stop, where the turn ends. The conversation places it on the session's timeline and
-// converts to milliseconds only for the wire.
-type TurnEvent struct {
-	Stopped bool // false: the user took the floor (speech started); true: they yielded it
-	Sample  int64
-	// SpeechEnd, on a Stopped event, is where the last speech ended (same clock as Sample); 0 when
-	// the detector does not say. Sample − SpeechEnd is the silence waited out (the turn wait metric).
-	SpeechEnd int64
-	// Hint, when set, makes this neither a start nor a stop but what the detector expects of the
-	// turn in progress (semantic_vad): the conversation may speculate on it (speculate.go).
-	Hint TurnHint
-	// Transcript is the partial transcript a HintEndLikely judged finished.
-	Transcript string
-}
-
-// TurnHint is what a detector expects of the turn in progress, in a pause.
-type TurnHint int
-
-const (
-	HintNone TurnHint = iota
-	// HintEndLikely: the partial transcript (TurnEvent.Transcript) reads finished: the turn ends
-	// if the pause lasts.
-	HintEndLikely
-	// HintEndUnlikely: after HintEndLikely, the turn goes on (speech resumed, or the text no
-	// longer reads finished).
-	HintEndUnlikely
-	// HintPaused: the first quiet window after speech in a held turn (Sample: where the speech
-	// ended). The conversation decodes a partial of the turn so far then, so the text semantic_vad
-	// judges in the pause holds the last words.
-	HintPaused
-)
-
 // Partial gives the latest partial transcript of the turn in progress, at once (semantic_vad
 // reads it on every quiet window).
 type Partial func() string
@@ -149,13 +105,15 @@ type Engines struct {
 	Mind  mind.Mind
 	Meter Meter
 	// NewTurnDetector makes the turn detector for a session's turn_detection (never TurnNone);
-	// partial is what semantic_vad reads.
-	NewTurnDetector func(td wire.TurnDetection, partial Partial) (TurnDetector, error)
+	// partial is what semantic_vad reads. The conversation feeds it on the input goroutine, each
+	// run of input audio before anything else hears it, at positions counted from its first feed;
+	// its Feed must not wait on a network.
+	NewTurnDetector func(td wire.TurnDetection, partial Partial) (turn.Detector, error)
 	NewSquelch      func() (Squelch, error)
 	// NewTurnDetectorOn, when set and the conversation's squelch lends its VAD pass (it is also a
 	// turn.Speech: see SharedSquelch), is used instead of NewTurnDetector with that pass as speech,
 	// so the model runs once per window for the squelch and the detector both.
-	NewTurnDetectorOn func(td wire.TurnDetection, partial Partial, speech turn.Speech) (TurnDetector, error)
+	NewTurnDetectorOn func(td wire.TurnDetection, partial Partial, speech turn.Speech) (turn.Detector, error)
 	// Ready, when set, is asked before each upgrade: a non-nil error (a *door.Refusal such
 	// as speech_not_warm) refuses the socket.
 	Ready func() error

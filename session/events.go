@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -19,35 +20,35 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 	case *wire.InputAudioBufferAppend:
 		c.appendAudio(e)
 	case *wire.InputAudioBufferCommit:
-		if ms := c.input.bufferedMs(); ms < minCommitMs {
+		if ms := c.in.input.bufferedMs(); ms < minCommitMs {
 			c.send(wire.ErrCommitEmpty(ms, id))
 			return
 		}
-		raw, pcm := c.input.takeAll()
-		c.resetTurn()
-		c.commit(c.takeSpeechItem(), raw, pcm)
+		raw, pcm := c.in.input.takeAll()
+		c.in.resetTurn()
+		c.commit(c.in.takeSpeechItem(), raw, pcm)
 	case *wire.InputAudioBufferClear:
-		c.input.clear()
-		c.resetTurn()
-		c.speechItem = ""
+		c.in.input.clear()
+		c.in.resetTurn()
+		c.in.speechItem = ""
 		c.send(wire.InputAudioBufferCleared{})
 	case *wire.ConversationItemCreate:
 		c.createItem(e)
 	case *wire.ConversationItemDelete:
-		if !c.deleteItem(e.ItemID) {
+		if !c.hist.delete(e.ItemID) {
 			c.send(wire.ErrDeleteUnknownItem(e.ItemID, id))
 			return
 		}
 		c.send(wire.ConversationItemDeleted{ItemID: e.ItemID})
 	case *wire.ConversationItemRetrieve:
-		it, ok := c.retrieved(e.ItemID)
+		it, ok := c.hist.retrieved(e.ItemID)
 		if !ok {
 			c.send(wire.ErrRetrieveUnknownItem(e.ItemID, id))
 			return
 		}
-		c.sendWritten(wire.ConversationItemRetrieved{Item: it})
+		c.outbox.sendWritten(wire.ConversationItemRetrieved{Item: it})
 	case *wire.ConversationItemTruncate:
-		if err := c.truncate(e); err != nil {
+		if err := c.hist.truncate(e); err != nil {
 			c.send(err)
 			return
 		}
@@ -70,20 +71,20 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 }
 
 func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
-	d, err := u.Redecide(c.dialect, !c.sessionSeen)
+	d, err := u.Redecide(c.in.dialect, !c.in.sessionSeen)
 	if err != nil {
 		c.sendError(err)
 		return
 	}
-	if v := u.Session.Voice; v.Set() && v.Value != c.sess.Voice && c.assistantAudio.Load() {
+	if v := u.Session.Voice; v.Set() && v.Value != c.in.sess.Voice && c.turns.assistantAudio.Load() {
 		param := "session.voice"
-		if c.dialect == wire.GA {
+		if c.in.dialect == wire.GA {
 			param = "session.audio.output.voice"
 		}
 		c.sendError(wire.ErrInvalidValue(param, u.ClientEventID(), "Cannot update a conversation's voice if assistant audio is present."))
 		return
 	}
-	next := c.sess
+	next := c.in.sess
 	if err := next.Apply(u); err != nil {
 		c.sendError(err)
 		return
@@ -91,22 +92,22 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 	if len(u.Session.Ignored) > 0 {
 		c.log.Warn("session.update fields accepted but not applied", "fields", u.Session.Ignored)
 	}
-	c.sessionSeen = true
-	if d != c.dialect {
-		c.dialect = d
-		c.enc.SetDialect(d)
+	c.in.sessionSeen = true
+	if d != c.in.dialect {
+		c.in.dialect = d
+		c.outbox.enc.SetDialect(d)
 	}
-	prev := c.sess
-	c.sess = next
+	prev := c.in.sess
+	c.in.sess = next
 	if prev.TurnDetection != next.TurnDetection || prev.InputFormat != next.InputFormat {
 		if err := c.configure(); err != nil {
-			c.sess = prev
+			c.in.sess = prev
 			c.configure()
 			c.sendError(wire.ErrServer("the session's audio settings could not be applied: "+err.Error(), u.ClientEventID()))
 			return
 		}
 	}
-	c.send(wire.SessionUpdated{Session: c.sess})
+	c.send(wire.SessionUpdated{Session: c.in.sess})
 }
 
 // appendAudio takes one input_audio_buffer.append.
@@ -116,36 +117,44 @@ func (c *conversation) appendAudio(e *wire.InputAudioBufferAppend) {
 			Message: "input_audio_buffer.append is not accepted on this transport: " + errAppendOverTrack.Error() + "."})
 		return
 	}
-	if c.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
-		c.send(wire.ErrAudioLength(c.sess.InputFormat, len(e.Audio), e.ClientEventID()))
+	if c.in.sess.InputFormat == wire.PCM16 && len(e.Audio)%2 != 0 {
+		c.send(wire.ErrAudioLength(c.in.sess.InputFormat, len(e.Audio), e.ClientEventID()))
 		return
 	}
 	c.hear(e.Audio, e.ClientEventID())
 }
 
-// trackAudio takes input audio from a track (Media.TrackInput): rendered in the session's input
-// format, it takes the same path as an append's.
-func (c *conversation) trackAudio(pcm []int16, rate int) {
-	raw, err := c.input.fromTrack(pcm, rate)
-	if err != nil {
-		c.sendError(err)
+// trackAudio takes input audio from a track (Media.TrackInput), already at 16 kHz: it joins the
+// input pipeline after the decode step, hearStep at a time (see hear).
+func (c *conversation) trackAudio(pcm []float32) {
+	c.armIdle()
+	if c.in.detector == nil && !c.in.input.fitsSamples(len(pcm)) {
+		c.bufferFull("")
 		return
 	}
-	c.hear(raw, "")
+	step := hearRate * hearStep / 1000
+	for len(pcm) > 0 && !c.outbox.closed.Load() {
+		n := min(len(pcm), step)
+		c.in.input.appendSamples(pcm[:n])
+		if !c.heard(pcm[:n]) {
+			return
+		}
+		pcm = pcm[n:]
+	}
 }
 
-// hear runs one run of input audio (in the session's input format) through the input pipeline,
+// hear runs one run of appended audio (in the session's input format) through the input pipeline,
 // hearStep at a time. Without turn detection audio that would take the buffer past
 // maxInputAudio is refused whole (bufferFull); under a detector a turn still held at that bound
 // is ended there (endHeldTurn).
 func (c *conversation) hear(raw []byte, eventID string) {
 	c.armIdle()
-	if c.detector == nil && !c.input.fits(len(raw)) {
+	if c.in.detector == nil && !c.in.input.fits(len(raw)) {
 		c.bufferFull(eventID)
 		return
 	}
-	step := c.input.stepBytes()
-	for len(raw) > 0 && !c.closed.Load() {
+	step := c.in.input.stepBytes()
+	for len(raw) > 0 && !c.outbox.closed.Load() {
 		n := min(len(raw), step)
 		if !c.hearPiece(raw[:n], eventID) {
 			return
@@ -162,27 +171,40 @@ func (c *conversation) hear(raw []byte, eventID string) {
 // limit. False when the rest of the audio is not to be heard (it could not be decoded, or the
 // quota is used up).
 func (c *conversation) hearPiece(raw []byte, eventID string) bool {
-	pcm, err := c.input.append(raw)
+	pcm, err := c.in.input.append(raw)
 	if err != nil {
 		c.send(wire.ErrInvalidValue("audio", eventID, "Invalid 'audio': %v", err))
 		return false
 	}
-	events := c.detectTurns(pcm)
-	if !c.bill(c.squelched(pcm)) {
+	return c.heard(pcm)
+}
+
+// heard acts on one step of input audio, decoded and buffered at 16 kHz, once the input side
+// has heard it (inputSide.hear: the turn detector, then the squelch): the failures are reported,
+// what the squelch passed is billed, then the turn events act (see hearPiece).
+func (c *conversation) heard(pcm []float32) bool {
+	h := c.in.hear(pcm)
+	if h.detectErr != nil {
+		c.sendError(h.detectErr)
+	}
+	if h.squelchErr != nil {
+		c.log.Error("squelch failed; billing the audio as heard", "err", h.squelchErr)
+	}
+	if !c.ledger.heard(h.speech) {
 		return false
 	}
-	for _, te := range events {
-		c.turnEvent(te)
+	for _, ev := range h.turns {
+		c.turnEvent(ev)
 	}
 	c.checkIdleTimeout()
-	if stream := c.sess.Transcription != nil; c.speechItem != "" && (stream || c.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
-		c.partials.maybeDecode(c, c.input.pcm[max(0, int(c.input.speechStart-c.input.start)):], c.speechItem, stream)
+	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, send: c.send}, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
 	}
-	if c.detector != nil && c.speechItem != "" && c.input.bufferedMs() >= maxInputAudio {
+	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
 		c.endHeldTurn()
 	}
-	if c.detector != nil && c.speechItem == "" {
-		c.input.trimQuiet()
+	if c.in.detector != nil && c.in.speechItem == "" {
+		c.in.input.trimQuiet()
 	}
 	c.checkSessionLimit()
 	return true
@@ -193,14 +215,14 @@ func (c *conversation) hearPiece(raw []byte, eventID string) bool {
 // What is buffered stays.
 func (c *conversation) bufferFull(eventID string) {
 	if eventID == "" {
-		if c.input.refusedFull {
+		if c.in.input.refusedFull {
 			return
 		}
-		c.input.refusedFull = true
+		c.in.input.refusedFull = true
 	}
 	c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeInputBufferFull, Param: "audio", EventID: eventID,
 		Message: fmt.Sprintf("The input audio buffer already holds %.2f s of audio and may hold at most %d s: "+
-			"commit it (input_audio_buffer.commit) or clear it before appending more.", c.input.bufferedMs()/1000, maxInputAudio/1000)})
+			"commit it (input_audio_buffer.commit) or clear it before appending more.", c.in.input.bufferedMs()/1000, maxInputAudio/1000)})
 }
 
 // endHeldTurn ends a turn the detector still holds once the buffer holds maxInputAudio: as if
@@ -208,105 +230,80 @@ func (c *conversation) bufferFull(eventID string) {
 // reply with create_response). The detector starts afresh, so speech that goes on is a new turn.
 func (c *conversation) endHeldTurn() {
 	c.log.Info("a turn held to the input buffer's bound was ended there", "bound_ms", maxInputAudio)
-	c.turnEvent(TurnEvent{Stopped: true, Sample: c.input.timeline - c.detectBase})
-	c.detector.Reset()
-	c.partials.reset()
+	c.turnEvent(turn.SpeechStopped{End: c.in.input.timeline})
+	c.in.detector.Reset()
+	c.in.partials.reset()
 }
 
-// detectTurns feeds the turn detector (when there is one) and returns the turns it found.
-func (c *conversation) detectTurns(pcm []float32) []TurnEvent {
-	if c.detector == nil {
-		return nil
-	}
-	events, err := c.detector.Push(pcm)
-	if err != nil {
-		c.sendError(fmt.Errorf("turn detection: %w", err))
-	}
-	return events
-}
-
-// squelched is how many samples of pcm are speech (all of them without a squelch, or when it fails).
-func (c *conversation) squelched(pcm []float32) int {
-	if c.squelch == nil {
-		return len(pcm)
-	}
-	passed, err := c.squelch.Push(pcm)
-	if err != nil {
-		c.log.Error("squelch failed; billing the audio as heard", "err", err)
-		return len(pcm)
-	}
-	return len(passed)
-}
-
-// bill counts heard samples for the meter and the reply's usage and spends them from the quota;
-// false when the quota is used up (the conversation is closing).
-func (c *conversation) bill(heard int) bool {
-	c.heardSamples.Add(int64(heard))
-	c.heardForReply.Add(int64(heard))
-	if heard > 0 {
-		c.meterNow()
-	}
-	return c.spend(time.Duration(heard) * time.Second / hearRate)
-}
-
-// turnEvent acts on one turn the detector found: the user took the floor (speech_started; a
+// turnEvent acts on one turn the detector found (positions on the session's timeline): the user took the floor (speech_started; a
 // reply in progress is cut when the session says so) or yielded it (speech_stopped, the turn's
-// audio committed, a reply started when the session says so).
-func (c *conversation) turnEvent(te TurnEvent) {
-	at := max(c.detectBase+te.Sample, 0) // on the session's timeline
-	switch {
-	case te.Hint == HintEndLikely && c.speechItem != "":
-		c.speculate(te.Transcript)
-	case te.Hint == HintEndUnlikely:
-		c.dropSpeculation() // the speaker goes on
-	case te.Hint == HintPaused && c.speechItem != "":
-		c.partials.paused = true // hear decodes the turn so far below, whatever the cadence
-	case te.Hint != HintNone:
-	case !te.Stopped && c.speechItem == "":
-		c.speechItem = wire.NewID("item_")
-		c.send(wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: c.speechItem})
-		c.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
-		if c.sess.TurnDetection.InterruptResponse {
-			c.cancelReply("", errTurnDetected)
-			c.clearPlayback(false)
+// audio committed, a reply started when the session says so); or on a hint about the turn held
+// (semantic_vad: speculate on it, drop the speculation, decode the partial at a pause).
+func (c *conversation) turnEvent(ev turn.Event) {
+	switch ev := ev.(type) {
+	case turn.EndLikely:
+		if c.in.speechItem != "" {
+			c.speculate(ev.Transcript)
 		}
-		c.input.speechStart = at
-		c.idleArmed = false
-		c.partials.reset()
-		c.dropSpeculation()
-	case te.Stopped && c.speechItem != "":
-		end := min(at, c.input.timeline)
-		c.send(wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: c.speechItem})
-		turnEnd := time.Now()
-		if te.SpeechEnd > 0 {
-			// The audio after the last speech that had to arrive before the turn was decided.
-			wait := time.Duration(c.input.timeline-(c.detectBase+te.SpeechEnd)) * time.Second / hearRate
-			c.srv.metrics.turnWait.Observe(wait.Seconds())
-			turnEnd = turnEnd.Add(-wait)
+	case turn.EndUnlikely:
+		c.in.dropSpeculation() // the speaker goes on
+	case turn.Paused:
+		if c.in.speechItem != "" {
+			c.in.partials.paused = true // hear decodes the turn so far below, whatever the cadence
 		}
-		if c.sess.TurnDetection.CreateResponse {
-			c.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
+	case turn.SpeechStarted:
+		if c.in.speechItem == "" {
+			c.speechStarted(ev.Start)
 		}
-		raw, span := c.input.takeSpan(c.input.speechStart, end)
-		c.commit(c.takeSpeechItem(), raw, span)
-		spec := c.takeSpeculation()
-		if !c.sess.TurnDetection.CreateResponse {
-			spec.drop()
-			return
+	case turn.SpeechStopped:
+		if c.in.speechItem != "" {
+			c.speechStopped(ev.End, ev.SpeechEnd)
 		}
-		// The reply decides on the speculation once the final transcript is in.
-		if err := c.startReplyOn(wire.ResponseParams{}, "", spec); err != nil {
-			c.send(err)
-		}
+	}
+}
+
+// speechStarted: the user took the floor at timeline sample at: the input side starts the turn,
+// then speech_started goes out and, when the session says so, the reply in progress is cut.
+func (c *conversation) speechStarted(at int64) {
+	c.send(c.in.takeFloor(at))
+	c.turns.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
+	if c.in.sess.TurnDetection.InterruptResponse {
+		c.cancelReply("", errTurnDetected)
+		c.clearPlayback(false)
+	}
+}
+
+// speechStopped: the user yielded the floor at timeline sample at; speechEnd is where their last
+// speech ended (0: not said). The input side hands over the turn; speech_stopped goes out, the
+// turn is committed and, when the session says so, answered.
+func (c *conversation) speechStopped(at, speechEnd int64) {
+	y := c.in.yieldFloor(at, speechEnd)
+	c.send(y.stopped)
+	turnEnd := time.Now()
+	if y.waited {
+		c.srv.metrics.turnWait.Observe(y.wait.Seconds())
+		turnEnd = turnEnd.Add(-y.wait)
+	}
+	if c.in.sess.TurnDetection.CreateResponse {
+		c.turns.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
+	}
+	c.commit(y.item, y.raw, y.pcm)
+	if !c.in.sess.TurnDetection.CreateResponse {
+		y.spec.drop()
+		return
+	}
+	// The reply decides on the speculation once the final transcript is in.
+	if err := c.startReplyOn(wire.ResponseParams{}, "", y.spec); err != nil {
+		c.send(err)
 	}
 }
 
 // armIdle starts idle_timeout_ms's clock when a response has ended since the last input: at the
 // timeline's end before this input, plus the audio the response spoke (the client plays it).
 func (c *conversation) armIdle() {
-	if spoken := c.replyEnded.Swap(0); spoken > 0 {
-		c.idleArmed = c.speechItem == ""
-		c.idleFrom = c.input.timeline + (spoken-1)*hearRate/speakRate
+	if spoken := c.turns.replyEnded.Swap(0); spoken > 0 {
+		c.in.idleArmed = c.in.speechItem == ""
+		c.in.idleFrom = c.in.input.timeline + (spoken-1)*hearRate/speakRate
 	}
 }
 
@@ -316,24 +313,21 @@ func (c *conversation) armIdle() {
 // input_audio_buffer.timeout_triggered (GA), commits the quiet audio as a user item and, with
 // create_response, answers — so the mind can prompt a user who went silent (a phone call).
 func (c *conversation) checkIdleTimeout() {
-	td := c.sess.TurnDetection
-	if !c.idleArmed || td.Type != wire.TurnServerVAD || td.IdleTimeoutMs <= 0 || c.speechItem != "" {
+	td := c.in.sess.TurnDetection
+	if !c.in.idleArmed || td.Type != wire.TurnServerVAD || td.IdleTimeoutMs <= 0 || c.in.speechItem != "" {
 		return
 	}
-	if c.input.timeline-c.idleFrom < int64(td.IdleTimeoutMs)*hearRate/1000 {
+	if c.in.input.timeline-c.in.idleFrom < int64(td.IdleTimeoutMs)*hearRate/1000 {
 		return
 	}
-	c.mu.Lock()
-	busy := c.active != nil
-	c.mu.Unlock()
-	if busy {
+	if c.replies.answering() {
 		return
 	}
-	c.idleArmed = false
-	start := max(c.idleFrom, c.input.start)
+	c.in.idleArmed = false
+	start := max(c.in.idleFrom, c.in.input.start)
 	item := wire.NewID("item_")
-	c.send(wire.InputAudioBufferTimeoutTriggered{AudioStartMs: sampleMs(start), AudioEndMs: sampleMs(c.input.timeline), ItemID: item})
-	raw, span := c.input.takeSpan(start, c.input.timeline)
+	c.send(wire.InputAudioBufferTimeoutTriggered{AudioStartMs: sampleMs(start), AudioEndMs: sampleMs(c.in.input.timeline), ItemID: item})
+	raw, span := c.in.input.takeSpan(start, c.in.input.timeline)
 	c.commit(item, raw, span)
 	if td.CreateResponse {
 		if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
@@ -345,29 +339,10 @@ func (c *conversation) checkIdleTimeout() {
 // checkSessionLimit ends the conversation once it has carried the session limit's audio: the
 // input timeline and the audio handed over in items.
 func (c *conversation) checkSessionLimit() {
-	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.input.timeline+c.itemAudio), hearRate) >= limit {
+	if limit := c.srv.cfg.SessionLimit; audio.Duration(int(c.in.input.timeline+c.in.itemAudio), hearRate) >= limit {
 		c.closeWith(wire.ErrSessionExpired(fmt.Sprintf("%d seconds of audio", int(limit/time.Second))),
 			EndGoingAway, "session limit")
 	}
-}
-
-// resetTurn forgets a turn in progress (manual commit, clear).
-func (c *conversation) resetTurn() {
-	if c.detector != nil {
-		c.detector.Reset()
-	}
-	c.partials.reset()
-	c.dropSpeculation()
-}
-
-// takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.
-func (c *conversation) takeSpeechItem() string {
-	id := c.speechItem
-	c.speechItem = ""
-	if id == "" {
-		id = wire.NewID("item_")
-	}
-	return id
 }
 
 // commit makes the buffered audio a user item: committed, the item events, then its
@@ -379,18 +354,16 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	// The audio is kept beside the item, as reply audio is, for retrieve: keptAudio bounds both.
 	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,
-		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.input.format}
-	prev := c.appendEntry(e, "") // counts the item, not its audio (keptAudio bounds that)
-	c.mu.Lock()
-	c.trimKeptAudio(e)
-	c.mu.Unlock()
+		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.in.input.format}
+	prev := c.hist.add(e, "") // counts the item, not its audio (keptAudio bounds that)
+	c.hist.keepTurnAudio(e)
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
 	it := cloneItem(e.item)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: it})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(e.item)})
-	c.turnEnded()
+	c.ledger.turnEnded()
 
-	transcribe := c.sess.Transcription != nil
+	transcribe := c.in.sess.Transcription != nil
 	c.work.Go(func() { c.transcribe(e, pcm, transcribe) })
 }
 
@@ -416,10 +389,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 		}
 		return
 	}
-	c.mu.Lock()
-	e.item.Content[0].Transcript = &text
-	c.recount(e)
-	c.mu.Unlock()
+	c.hist.edit(e, func(it *wire.Item) { it.Content[0].Transcript = &text })
 	if report {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
 			Seconds: float64(len(pcm)) / hearRate})
@@ -472,7 +442,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	if it.Status == "" {
 		it.Status = wire.ItemCompleted
 	}
-	if _, dup := c.itemCopy(it.ID); dup {
+	if _, dup := c.hist.itemCopy(it.ID); dup {
 		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
 		return
 	}
@@ -480,7 +450,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	// heard, so nothing else would bound it).
 	ent := &entry{item: it, countAudio: true, held: itemBytes(it, true)}
 	if e.PreviousItemID != "" && e.PreviousItemID != "root" {
-		if _, ok := c.itemCopy(e.PreviousItemID); !ok {
+		if _, ok := c.hist.itemCopy(e.PreviousItemID); !ok {
 			c.send(wire.ErrItemNotFound("previous_item_id", e.PreviousItemID, e.ClientEventID()))
 			return
 		}
@@ -489,47 +459,45 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	// no more of it than the input buffer holds (decoded whole, it is 4 to 8 times its bytes).
 	heard := it.Type == wire.ItemMessage && it.Role == wire.RoleUser && len(it.Content) > 0 &&
 		it.Content[0].Type == wire.InputAudio && it.Content[0].Transcript == nil && len(it.Content[0].Audio) > 0
-	if heard && c.sess.InputFormat.Millis(len(it.Content[0].Audio)) > maxInputAudio {
-		ms := c.sess.InputFormat.Millis(len(it.Content[0].Audio))
+	if heard && c.in.sess.InputFormat.Millis(len(it.Content[0].Audio)) > maxInputAudio {
+		ms := c.in.sess.InputFormat.Millis(len(it.Content[0].Audio))
 		c.send(&wire.Error{Type: wire.TypeInvalidRequest, Code: codeAudioTooLong, Param: "item.content[0].audio", EventID: e.ClientEventID(),
 			Message: fmt.Sprintf("Invalid 'item.content[0].audio': %.2f s of audio to transcribe, and an item may carry at most %d s "+
 				"(split it, or send its transcript with it).", ms/1000, maxInputAudio/1000)})
 		return
 	}
-	if !c.hold(ent.held) {
-		c.send(c.conversationFull("item", e.ClientEventID()))
+	if !c.hist.hold(ent.held) {
+		c.send(c.hist.conversationFull("item", e.ClientEventID()))
 		return
 	}
 	var pcm []float32
 	if heard {
-		if samples, err := decodeInput(c.sess.InputFormat, it.Content[0].Audio); err == nil {
-			pcm = audio.Resample(samples, c.sess.InputFormat.SampleRate(), hearRate)
+		if samples, err := decodeInput(c.in.sess.InputFormat, it.Content[0].Audio); err == nil {
+			pcm = audio.Resample(samples, c.in.sess.InputFormat.SampleRate(), hearRate)
 			ent.ready = make(chan struct{})
 		}
 	}
 	if len(pcm) > 0 {
 		// Audio handed over in an item goes before the decoder like appended audio: it is metered
 		// as heard and spends the quota (no squelch: the client chose to send all of it).
-		c.heardSamples.Add(int64(len(pcm)))
-		c.meterNow()
-		if !c.spend(time.Duration(len(pcm)) * time.Second / hearRate) {
-			c.hold(-ent.held) // not added: the conversation is closing
+		if !c.ledger.handedOver(len(pcm)) {
+			c.hist.hold(-ent.held) // not added: the conversation is closing
 			return
 		}
 	}
 	if ent.ready != nil && !c.awaitTranscribing(len(pcm)) {
-		c.hold(-ent.held) // not added: the conversation ended
+		c.hist.hold(-ent.held) // not added: the conversation ended
 		return
 	}
-	prev := c.appendEntry(ent, e.PreviousItemID)
+	prev := c.hist.add(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 	if ent.ready != nil {
-		transcribe := c.sess.Transcription != nil
+		transcribe := c.in.sess.Transcription != nil
 		c.work.Go(func() { c.transcribe(ent, pcm, transcribe) })
 	}
 	if len(pcm) > 0 {
-		c.itemAudio += int64(len(pcm))
+		c.in.itemAudio += int64(len(pcm))
 		c.checkSessionLimit()
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/internal/testkit"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -278,18 +279,18 @@ type energyDetector struct {
 	speaking   bool
 }
 
-func (f *energyDetector) Push(pcm []float32) ([]TurnEvent, error) {
-	var evs []TurnEvent
+func (f *energyDetector) Feed(pcm []float32, _ int64) ([]turn.Event, error) {
+	var evs []turn.Event
 	loud := audio.RMS(pcm) > 0.05
 	switch {
 	case loud && !f.speaking:
 		f.speaking, f.quiet = true, 0
-		evs = append(evs, TurnEvent{Sample: f.pos})
+		evs = append(evs, turn.SpeechStarted{Start: f.pos})
 	case !loud && f.speaking:
 		f.quiet += int64(len(pcm))
 		if f.quiet >= 3200 {
 			f.speaking = false
-			evs = append(evs, TurnEvent{Stopped: true, Sample: f.pos + int64(len(pcm))})
+			evs = append(evs, turn.SpeechStopped{End: f.pos + int64(len(pcm))})
 		}
 	case loud:
 		f.quiet = 0
@@ -298,10 +299,17 @@ func (f *energyDetector) Push(pcm []float32) ([]TurnEvent, error) {
 	return evs, nil
 }
 
+func (f *energyDetector) Floor() turn.Floor {
+	if f.speaking {
+		return turn.Held
+	}
+	return turn.Quiet
+}
+
 func (f *energyDetector) Reset()       { f.speaking, f.quiet = false, 0 }
 func (f *energyDetector) Close() error { return nil }
 
-func newEnergyDetector(wire.TurnDetection, Partial) (TurnDetector, error) {
+func newEnergyDetector(wire.TurnDetection, Partial) (turn.Detector, error) {
 	return &energyDetector{}, nil
 }
 

@@ -2,8 +2,10 @@ package session
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -53,6 +55,165 @@ const (
 // and under a detector the buffer's bound is checked between steps.
 const hearStep = 1000 // ms
 
+// inputSide is the input goroutine's part (run): client events and input audio are handled
+// there, one at a time. It holds the session config, the input pipeline (the buffer, the turn
+// detector, the squelch), the turn in progress (its item, partials, speculation), idle_timeout_ms's
+// clock and the client's limits. Its own methods send nothing: they return what the
+// conversation is to send and do (heard, takeFloor's event, yielded).
+type inputSide struct {
+	dialect     wire.Dialect
+	sessionSeen bool // a session.update decided the dialect
+	sess        wire.Session
+	input       inputBuffer
+	detector    turn.Detector // nil without turn detection
+	detectBase  int64         // timeline sample (16 kHz) of the detector's first feed: its positions count from here
+	squelch     Squelch
+	speechItem  string // the user item named by speech_started, until committed
+	partials    partials
+	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
+	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
+	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
+	// the end of the last response's audio) while armed; speech disarms it.
+	idleArmed bool
+	idleFrom  int64
+	limit     eventLimiter // client events over the connection's rate are refused (ratelimit.go)
+	bytes     byteLimiter  // and events over their principal's byte budget (ratelimit.go)
+}
+
+// dropSpeculation cancels the turn's speculation, if any.
+func (in *inputSide) dropSpeculation() {
+	in.spec.drop()
+	in.spec = nil
+}
+
+// takeSpeculation hands the turn's speculation to whoever ends the turn.
+func (in *inputSide) takeSpeculation() *speculation {
+	s := in.spec
+	in.spec = nil
+	return s
+}
+
+// takeSpeechItem returns the id speech_started named (or a fresh one) and forgets it.
+func (in *inputSide) takeSpeechItem() string {
+	id := in.speechItem
+	in.speechItem = ""
+	if id == "" {
+		id = wire.NewID("item_")
+	}
+	return id
+}
+
+// resetTurn forgets a turn in progress (manual commit, clear).
+func (in *inputSide) resetTurn() {
+	if in.detector != nil {
+		in.detector.Reset()
+	}
+	in.partials.reset()
+	in.dropSpeculation()
+}
+
+// takeFloor starts the turn the user took at timeline sample at (prefix padding included): its
+// item is named, the partials and any speculation start afresh, idle_timeout_ms's clock stops.
+// It returns the event that announces the turn.
+func (in *inputSide) takeFloor(at int64) wire.InputAudioBufferSpeechStarted {
+	in.speechItem = wire.NewID("item_")
+	in.input.speechStart = at
+	in.idleArmed = false
+	in.partials.reset()
+	in.dropSpeculation()
+	return wire.InputAudioBufferSpeechStarted{AudioStartMs: sampleMs(at), ItemID: in.speechItem}
+}
+
+// yielded is a turn the user yielded, handed over by the input side: the event that announces
+// it, its item and audio (raw and 16 kHz), its speculation (nil: none), and the silence waited
+// out before it was decided (waited false: the detector did not say).
+type yielded struct {
+	stopped wire.InputAudioBufferSpeechStopped
+	item    string
+	raw     []byte
+	pcm     []float32
+	spec    *speculation
+	wait    time.Duration
+	waited  bool
+}
+
+// yieldFloor ends the turn held at timeline sample at (speechEnd: where its last speech ended, 0
+// when not said) and hands it over: its audio leaves the buffer.
+func (in *inputSide) yieldFloor(at, speechEnd int64) yielded {
+	end := min(at, in.input.timeline)
+	y := yielded{stopped: wire.InputAudioBufferSpeechStopped{AudioEndMs: sampleMs(end), ItemID: in.speechItem}}
+	if speechEnd > 0 {
+		// The audio after the last speech that had to arrive before the turn was decided.
+		y.wait, y.waited = time.Duration(in.input.timeline-speechEnd)*time.Second/hearRate, true
+	}
+	y.raw, y.pcm = in.input.takeSpan(in.input.speechStart, end)
+	y.item = in.takeSpeechItem()
+	y.spec = in.takeSpeculation()
+	return y
+}
+
+// heard is what one step of input audio caused, as the input side decides it without sending
+// anything: the conversation acts on it (conversation.heard).
+type heard struct {
+	speech int          // samples the squelch passed: billed as heard (all without a squelch)
+	turns  []turn.Event // the turn detector's events, positions on the session's timeline
+	// detectErr: the turn detector failed (reported to the client; the audio is still heard).
+	detectErr error
+	// squelchErr: the squelch failed (logged; all the audio is billed as heard).
+	squelchErr error
+}
+
+// hear runs one step of audio, already buffered at 16 kHz (pcm ends the timeline), through the
+// input side's models: the turn detector hears it before anything else, then the squelch says
+// what of it is speech.
+func (in *inputSide) hear(pcm []float32) heard {
+	h := heard{speech: len(pcm)}
+	if in.detector != nil {
+		evs, err := in.detector.Feed(pcm, in.input.timeline-int64(len(pcm))-in.detectBase)
+		if err != nil {
+			h.detectErr = fmt.Errorf("turn detection: %w", err)
+		}
+		h.turns = in.onTimeline(evs)
+	}
+	if in.squelch != nil {
+		if passed, err := in.squelch.Push(pcm); err != nil {
+			h.squelchErr = err
+		} else {
+			h.speech = len(passed)
+		}
+	}
+	return h
+}
+
+// onTimeline places the detector's events, whose positions count from detectBase, on the
+// session's timeline (never before its start).
+func (in *inputSide) onTimeline(evs []turn.Event) []turn.Event {
+	at := func(pos int64) int64 { return max(in.detectBase+pos, 0) }
+	for i, ev := range evs {
+		switch e := ev.(type) {
+		case turn.SpeechStarted:
+			e.Start = at(e.Start)
+			evs[i] = e
+		case turn.SpeechStopped:
+			e.End = at(e.End)
+			if e.SpeechEnd > 0 { // 0: the detector does not say
+				e.SpeechEnd = at(e.SpeechEnd)
+			}
+			evs[i] = e
+		case turn.EndLikely:
+			e.At = at(e.At)
+			evs[i] = e
+		case turn.EndUnlikely:
+			e.At = at(e.At)
+			evs[i] = e
+		case turn.Paused:
+			e.At = at(e.At)
+			evs[i] = e
+		}
+	}
+	return evs
+}
+
 // inputBuffer is the user audio not yet committed, in the session's input format (raw) and at
 // 16 kHz (pcm). Owned by the input goroutine.
 type inputBuffer struct {
@@ -68,26 +229,14 @@ type inputBuffer struct {
 	// refusedFull: track audio past maxInputAudio was refused once (input_audio_buffer_full);
 	// track audio is dropped without another refusal until a commit or clear makes room.
 	refusedFull bool
-	// track converts track audio (Media.TrackInput) from trackRate to the format's rate.
-	track     *audio.Resampler
-	trackRate int
-	trackTo   int
-}
-
-// fromTrack renders track audio (PCM16 at rate) in the session's input format, so that it takes
-// the path an append's audio takes.
-func (b *inputBuffer) fromTrack(pcm []int16, rate int) ([]byte, error) {
-	if rate != b.rate {
-		if b.track == nil || b.trackRate != rate || b.trackTo != b.rate {
-			r, err := audio.NewResampler(rate, b.rate)
-			if err != nil {
-				return nil, fmt.Errorf("track resampler: %w", err)
-			}
-			b.track, b.trackRate, b.trackTo = r, rate, b.rate
-		}
-		pcm = audio.Float32ToInt16(b.track.Process(audio.Int16ToFloat32(pcm)))
-	}
-	return codecOf(b.format).Encode(pcm), nil
+	// track: input audio arrives from a track (Media.TrackInput) as 16 kHz samples, not as bytes
+	// in the input format: it joins the buffer after the decode step (appendSamples) and the
+	// buffer is measured by pcm. raw is then the samples rendered in the input format (render:
+	// 16 kHz to the format's rate, as they come), only for the copy a committed turn's item keeps
+	// for retrieve: nothing the pipeline hears passes through it.
+	track    bool
+	render   *audio.Resampler
+	renderTo int // the rate render resamples to
 }
 
 func (b *inputBuffer) setFormat(f wire.AudioFormat) error {
@@ -123,11 +272,50 @@ func (b *inputBuffer) append(data []byte) ([]float32, error) {
 	return pcm, nil
 }
 
-// bufferedMs is how much audio is waiting, by the client's own bytes.
-func (b *inputBuffer) bufferedMs() float64 { return b.format.Millis(len(b.raw)) }
+// appendSamples adds track audio, already at 16 kHz: the recogniser hears the track's own
+// samples, never the session's wire encoding of them.
+func (b *inputBuffer) appendSamples(pcm []float32) {
+	if len(b.pcm) == 0 {
+		b.start = b.timeline
+	}
+	b.pcm = append(b.pcm, pcm...)
+	b.timeline += int64(len(pcm))
+	if r := b.renderer(); r != nil {
+		b.raw = append(b.raw, codecOf(b.format).Encode(audio.Float32ToInt16(r.Process(pcm)))...)
+	}
+}
+
+// renderer is the streaming resampler that renders track audio at the input format's rate (nil
+// if it cannot be made: the turn then keeps no audio for retrieve).
+func (b *inputBuffer) renderer() *audio.Resampler {
+	if b.render == nil || b.renderTo != b.rate {
+		r, err := audio.NewResampler(hearRate, b.rate)
+		if err != nil {
+			return nil
+		}
+		b.render, b.renderTo = r, b.rate
+	}
+	return b.render
+}
+
+// bufferedMs is how much audio is waiting, by the client's own bytes (by the samples, for track
+// audio).
+func (b *inputBuffer) bufferedMs() float64 {
+	if b.track {
+		return samplesMs(len(b.pcm))
+	}
+	return b.format.Millis(len(b.raw))
+}
 
 // fits says whether n more bytes of the input format keep the buffer within maxInputAudio.
 func (b *inputBuffer) fits(n int) bool { return b.format.Millis(len(b.raw)+n) <= maxInputAudio }
+
+// fitsSamples says whether n more 16 kHz samples of track audio keep the buffer within
+// maxInputAudio.
+func (b *inputBuffer) fitsSamples(n int) bool { return samplesMs(len(b.pcm)+n) <= maxInputAudio }
+
+// samplesMs is n 16 kHz samples in milliseconds.
+func samplesMs(n int) float64 { return float64(n) * 1000 / hearRate }
 
 // stepBytes is hearStep of the input format, in bytes (whole samples).
 func (b *inputBuffer) stepBytes() int { return b.rate * hearStep / 1000 * b.format.BytesPerSample() }
@@ -138,11 +326,20 @@ func (b *inputBuffer) takeAll() ([]byte, []float32) {
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
 	b.refusedFull = false
+	if b.track && b.render != nil {
+		// The whole turn: what the renderer holds back for its next input ends it.
+		raw = append(raw, codecOf(b.format).Encode(audio.Float32ToInt16(b.render.Flush()))...)
+	}
 	return raw, pcm
 }
 
 // takeSpan returns the audio between timeline samples from and to and keeps what follows to.
 func (b *inputBuffer) takeSpan(from, to int64) ([]byte, []float32) {
+	return b.cut(from, to)
+}
+
+// cut drops the audio before to, returning that between from and to.
+func (b *inputBuffer) cut(from, to int64) ([]byte, []float32) {
 	n := int64(len(b.pcm))
 	lo := min(max(from-b.start, 0), n)
 	hi := min(max(to-b.start, lo), n)
@@ -172,7 +369,7 @@ func (b *inputBuffer) trimQuiet() {
 	if int64(len(b.pcm)) <= 2*keepBetweenTurns {
 		return
 	}
-	b.takeSpan(b.start, b.timeline-keepBetweenTurns)
+	b.cut(b.start, b.timeline-keepBetweenTurns)
 }
 
 // clear drops the buffer.
@@ -180,6 +377,9 @@ func (b *inputBuffer) clear() {
 	b.raw, b.pcm = nil, nil
 	b.start = b.timeline
 	b.refusedFull = false
+	if b.render != nil {
+		b.render.Reset()
+	}
 }
 
 // sampleMs converts a timeline sample to milliseconds, for the wire (audio_start_ms, audio_end_ms).

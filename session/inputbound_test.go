@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/base64"
-	"math"
 	"testing"
 	"testing/synctest"
 
@@ -92,12 +91,9 @@ func TestInputBufferFullRefusesAppend(t *testing.T) {
 func TestInputBufferFullRefusesTrackOnce(t *testing.T) {
 	tr := manualTurns(t, Media{TrackInput: true})
 
-	tone := make([]int16, 10*24000) // 10 s at 24 kHz
-	for i := range tone {
-		tone[i] = int16(12000 * math.Sin(2*math.Pi*300*float64(i)/24000))
-	}
+	tone := tone16(10*1000, true) // 10 s
 	for range maxInputAudio/10000 + 5 {
-		tr.in <- Inbound{Audio: tone, AudioRate: 24000}
+		tr.in <- Inbound{Audio: tone}
 	}
 	tr.event(map[string]any{"type": "input_audio_buffer.commit"})
 	evs := tr.until("input_audio_buffer.committed")
@@ -117,7 +113,7 @@ func TestInputBufferFullRefusesTrackOnce(t *testing.T) {
 	if n, _ := retrievedAudio(t, tr, evs[len(evs)-1]["item_id"].(string)); n != maxInputAudio*48 {
 		t.Fatalf("the committed item keeps %d bytes, want %d (%d ms)", n, maxInputAudio*48, maxInputAudio)
 	}
-	tr.in <- Inbound{Audio: tone, AudioRate: 24000}
+	tr.in <- Inbound{Audio: tone}
 	tr.event(map[string]any{"type": "input_audio_buffer.commit"})
 	if ev := tr.next(); ev["type"] != "input_audio_buffer.committed" {
 		t.Fatalf("track audio after the commit: %v, want it taken", ev)

@@ -4,11 +4,33 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/wire"
 )
+
+// history is the conversation's items, under its own lock: the input goroutine adds, deletes,
+// truncates and retrieves them; transcription workers fill in transcripts; replies write their
+// output items and the audio they kept, and read the whole for the mind. Every method takes mu
+// itself (those named ...Locked expect it held). An entry's fields are only touched under mu,
+// but for an item's id, type, role and call id, which never change once it is added.
+//
+// It also follows the reply audio handed to a Media.Player (playing), under the same lock: a
+// cut truncates the message being played, exactly to the sample played.
+type history struct {
+	mu    sync.Mutex
+	items []*entry
+	byID  map[string]*entry // items by id (ids are unique: item.create refuses a taken one)
+	// held is the bytes the items keep (Config.ConversationBytes, limit), and running responses'
+	// input.
+	held  int
+	limit int
+	// playing is the reply audio handed to Media.Player: where the next sample queued will play
+	// on the player's timeline, and the assistant message being played (nil without a player).
+	playing playback
+}
 
 // entry is one conversation item with what the session keeps beside it.
 type entry struct {
@@ -27,7 +49,7 @@ type entry struct {
 	// writing it (its last piece, its response.done) must not extend or restore it.
 	truncated bool
 	// held is the bytes this item keeps that count toward Config.ConversationBytes (itemBytes), in
-	// shared.held until the item is deleted; countAudio: its audio counts too (a client handed it
+	// history.held until the item is deleted; countAudio: its audio counts too (a client handed it
 	// over in conversation.item.create; committed and reply audio is bounded by keptAudio instead).
 	held       int
 	countAudio bool
@@ -75,10 +97,10 @@ func itemBytes(it wire.Item, withAudio bool) int {
 }
 
 // conversationFull is the refusal of what would take a conversation past Config.ConversationBytes.
-func (c *conversation) conversationFull(param, eventID string) *wire.Error {
+func (h *history) conversationFull(param, eventID string) *wire.Error {
 	return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeConversationTooLarge, Param: param, EventID: eventID,
 		Message: fmt.Sprintf("This conversation already holds the most it may (%s of items: their text, ids and audio, "+
-			"and the input of its running responses): delete items (conversation.item.delete) before adding more.", sizeText(c.srv.cfg.ConversationBytes))}
+			"and the input of its running responses): delete items (conversation.item.delete) before adding more.", sizeText(h.limit))}
 }
 
 // sizeText writes n bytes for a person: in MiB when whole.
@@ -100,25 +122,32 @@ const keptAudio = 5 * 60 * 1000 // ms
 
 // keepAudio appends reply audio as sent to its item, then drops the oldest items' audio until
 // the conversation keeps no more than keptAudio.
-func (c *conversation) keepAudio(e *entry, f wire.AudioFormat, b []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.audioLost || e.truncated || c.byID[e.item.ID] != e {
+func (h *history) keepAudio(e *entry, f wire.AudioFormat, b []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.audioLost || e.truncated || h.byID[e.item.ID] != e {
 		return
 	}
 	e.audioFormat = f
 	e.audio = append(e.audio, b...)
-	c.trimKeptAudio(e)
+	h.trimKeptAudioLocked(e)
+}
+
+// keepTurnAudio bounds the kept audio once a committed turn's item (e, with its audio) is added.
+func (h *history) keepTurnAudio(e *entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.trimKeptAudioLocked(e)
 }
 
 // trimKeptAudio drops the oldest items' kept audio until the conversation keeps no more than
 // keptAudio; e (the item whose audio just grew) keeps its own unless it alone is longer. Under mu.
-func (c *conversation) trimKeptAudio(e *entry) {
+func (h *history) trimKeptAudioLocked(e *entry) {
 	total := 0.0
-	for _, o := range c.items {
+	for _, o := range h.items {
 		total += o.audioFormat.Millis(len(o.audio))
 	}
-	for _, o := range c.items {
+	for _, o := range h.items {
 		if total <= keptAudio {
 			break
 		}
@@ -130,10 +159,10 @@ func (c *conversation) trimKeptAudio(e *entry) {
 }
 
 // retrieved returns a copy of item id with the audio it keeps (conversation.item.retrieve).
-func (c *conversation) retrieved(id string) (wire.Item, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byID[id]
+func (h *history) retrieved(id string) (wire.Item, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.byID[id]
 	if e == nil {
 		return wire.Item{}, false
 	}
@@ -154,88 +183,118 @@ type spokenPiece struct {
 	samples int
 }
 
-// appendEntry inserts e after previous ("" appends at the end, "root" at the start), counts what
-// it keeps (recount) and returns the id of the item before it ("" when first).
-func (c *conversation) appendEntry(e *entry, previous string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	at := len(c.items)
+// add inserts e after previous ("" appends at the end, "root" at the start), counts what it
+// keeps (recount) and returns the id of the item before it ("" when first).
+func (h *history) add(e *entry, previous string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at := len(h.items)
 	switch previous {
 	case "":
 	case "root":
 		at = 0
 	default:
-		if i := c.indexOf(previous); i >= 0 {
+		if i := h.indexOf(previous); i >= 0 {
 			at = i + 1
 		}
 	}
-	c.items = slices.Insert(c.items, at, e)
-	if c.byID == nil {
-		c.byID = map[string]*entry{}
+	h.items = slices.Insert(h.items, at, e)
+	if h.byID == nil {
+		h.byID = map[string]*entry{}
 	}
-	c.byID[e.item.ID] = e
-	c.recount(e)
+	h.byID[e.item.ID] = e
+	h.recountLocked(e)
 	if at == 0 {
 		return ""
 	}
-	return c.items[at-1].item.ID
+	return h.items[at-1].item.ID
 }
 
 // indexOf is item id's place in the conversation, -1 when it has none; under mu. The map finds
 // the entry, then a scan of pointers its place: a conversation may hold ~100k small items within
 // Config.ConversationBytes, and comparing every id cost 1.5 ms an event at that size.
-func (c *conversation) indexOf(id string) int {
-	e := c.byID[id]
+func (h *history) indexOf(id string) int {
+	e := h.byID[id]
 	if e == nil {
 		return -1
 	}
-	return slices.Index(c.items, e)
+	return slices.Index(h.items, e)
 }
 
-func (c *conversation) deleteItem(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	i := c.indexOf(id)
+// delete removes item id and gives back what it kept; false when there is none.
+func (h *history) delete(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := h.indexOf(id)
 	if i < 0 {
 		return false
 	}
-	c.held -= c.items[i].held
-	c.items = slices.Delete(c.items, i, i+1)
-	delete(c.byID, id)
+	h.held -= h.items[i].held
+	h.items = slices.Delete(h.items, i, i+1)
+	delete(h.byID, id)
 	return true
 }
 
 // hold counts n more bytes toward Config.ConversationBytes: false (nothing counted) when they do not
 // fit. n < 0 gives bytes back.
-func (c *conversation) hold(n int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n > 0 && c.held+n > c.srv.cfg.ConversationBytes {
+func (h *history) hold(n int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n > 0 && h.held+n > h.limit {
 		return false
 	}
-	c.held += n
+	h.held += n
 	return true
 }
 
-// recount brings e's count up to what it keeps now, under mu. Content the conversation makes
+// full: the conversation holds Config.ConversationBytes (a response that writes it is refused).
+func (h *history) full() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held >= h.limit
+}
+
+// recountLocked brings e's count up to what it keeps now, under mu. Content the conversation makes
 // itself (transcripts, a reply's text and calls) is never refused: it is bounded by the turn or
 // the reply that makes it, and counted so that the next item.create or response.create sees it.
 // An entry not in the conversation (deleted: its bytes were given back; an out-of-band reply's)
 // is not counted, or the count would leak.
-func (c *conversation) recount(e *entry) {
-	if c.byID[e.item.ID] != e {
+func (h *history) recountLocked(e *entry) {
+	if h.byID[e.item.ID] != e {
 		return
 	}
 	n := itemBytes(e.item, e.countAudio)
-	c.held += n - e.held
+	h.held += n - e.held
 	e.held = n
 }
 
+// recount is recountLocked, taking mu.
+func (h *history) recount(e *entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recountLocked(e)
+}
+
+// edit changes e's item under mu (f must not block) and recounts it.
+func (h *history) edit(e *entry, f func(it *wire.Item)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(&e.item)
+	h.recountLocked(e)
+}
+
+// clone is a copy of e's item as it stands, safe to hand to the writer.
+func (h *history) clone(e *entry) wire.Item {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return cloneItem(e.item)
+}
+
 // itemCopy returns a copy of item id safe to hand to the writer.
-func (c *conversation) itemCopy(id string) (wire.Item, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byID[id]
+func (h *history) itemCopy(id string) (wire.Item, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.byID[id]
 	if e == nil {
 		return wire.Item{}, false
 	}
@@ -260,10 +319,10 @@ func cloneItem(it wire.Item) wire.Item {
 // truncate cuts an assistant audio item to what the client played (audio_end_ms): the transcript
 // keeps the sentences heard whole and of the sentence cut, the share of its words its heard
 // audio covers.
-func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byID[t.ItemID]
+func (h *history) truncate(t *wire.ConversationItemTruncate) *wire.Error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.byID[t.ItemID]
 	if e == nil {
 		return wire.ErrTruncateUnknownItem(t.ItemID, t.ClientEventID())
 	}
@@ -281,8 +340,77 @@ func (c *conversation) truncate(t *wire.ConversationItemTruncate) *wire.Error {
 		return wire.ErrAudioEndTooLong(totalMs, t.AudioEndMs, t.ClientEventID())
 	}
 	e.cut(t.ContentIndex, e.spoken, t.AudioEndMs*speakRate/1000)
-	c.recount(e)
+	h.recountLocked(e)
 	return nil
+}
+
+// snapshot is what the mind hears: the conversation, or response.create's own input (item
+// references resolved against the conversation).
+func (h *history) snapshot(input []wire.Item) []wire.Item {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if input == nil {
+		out := make([]wire.Item, len(h.items))
+		for i, e := range h.items {
+			out[i] = cloneItem(e.item)
+		}
+		return out
+	}
+	var out []wire.Item
+	for _, it := range input {
+		if it.Type == wire.ItemReference {
+			if e := h.byID[it.ID]; e != nil {
+				out = append(out, cloneItem(e.item))
+			}
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// transcribing is the ready channels of the user audio items still waiting for their words.
+func (h *history) transcribing() []chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var pending []chan struct{}
+	for _, e := range h.items {
+		if e.ready != nil {
+			pending = append(pending, e.ready)
+		}
+	}
+	return pending
+}
+
+// closeOutput sets a reply's output item e to its final status (and, for its message unless
+// truncated, its final part), recounts it and returns a copy with the id of the item before it
+// ("" when first or not in the conversation).
+func (h *history) closeOutput(e *entry, status wire.ItemStatus, part *wire.ContentPart) (wire.Item, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e.item.Status = status
+	if part != nil && !e.truncated {
+		e.item.Content = []wire.ContentPart{*part}
+	}
+	h.recountLocked(e) // the reply's text and calls, now whole
+	prev := ""
+	if j := slices.Index(h.items, e); j > 0 {
+		prev = h.items[j-1].item.ID
+	}
+	return cloneItem(e.item), prev
+}
+
+// spoke records that piece's sent samples of reply audio went out as part of msg (for truncation);
+// a piece the player was following is now in msg.spoken.
+func (h *history) spoke(msg *entry, piece string, sent int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !msg.truncated {
+		msg.spoken = append(msg.spoken, spokenPiece{text: piece, samples: sent})
+	}
+	if h.playing.msg == msg {
+		h.playing.piece, h.playing.pieceSent = "", 0 // in msg.spoken now
+	}
 }
 
 // cut truncates an assistant audio item to its first keep samples (24 kHz) of spoken, which
@@ -342,8 +470,8 @@ func cutWords(text string, frac float64) string {
 	return cut
 }
 
-// history renders the conversation (or a response's own input) for the mind.
-func history(items []wire.Item) []mind.Message {
+// mindMessages renders the conversation (or a response's own input) for the mind.
+func mindMessages(items []wire.Item) []mind.Message {
 	var out []mind.Message
 	for _, it := range items {
 		switch it.Type {

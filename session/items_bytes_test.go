@@ -95,25 +95,25 @@ func TestResponseInputCounted(t *testing.T) {
 // (a transcript, a reply's text), given back when deleted; an entry not in the conversation (a
 // deleted one, an out-of-band reply's) is never counted.
 func TestHeldFollowsTheItems(t *testing.T) {
-	c := &conversation{}
+	h := &history{}
 	e := &entry{item: wire.Item{ID: "item_a", Type: wire.ItemMessage, Content: []wire.ContentPart{{Type: wire.InputAudio}}}}
-	c.appendEntry(e, "")
-	if want := itemBytes(e.item, false); c.held != want {
-		t.Fatalf("added: %d held, want %d", c.held, want)
+	h.add(e, "")
+	if want := itemBytes(e.item, false); h.held != want {
+		t.Fatalf("added: %d held, want %d", h.held, want)
 	}
 	tr := strings.Repeat("t", 1000)
 	e.item.Content[0].Transcript = &tr
-	c.recount(e)
-	if want := itemBytes(e.item, false); c.held != want {
-		t.Fatalf("transcribed: %d held, want %d", c.held, want)
+	h.recount(e)
+	if want := itemBytes(e.item, false); h.held != want {
+		t.Fatalf("transcribed: %d held, want %d", h.held, want)
 	}
 	outside := &entry{item: wire.Item{ID: "item_oob", Type: wire.ItemMessage}}
-	c.recount(outside)
-	c.deleteItem("item_a")
+	h.recount(outside)
+	h.delete("item_a")
 	longer := tr + tr
 	e.item.Content[0].Transcript = &longer // a transcript landing after the delete
-	c.recount(e)
-	if c.held != 0 {
-		t.Fatalf("deleted, and an entry never added: %d held, want 0", c.held)
+	h.recount(e)
+	if h.held != 0 {
+		t.Fatalf("deleted, and an entry never added: %d held, want 0", h.held)
 	}
 }

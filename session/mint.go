@@ -91,7 +91,7 @@ func ticketSession(raw json.RawMessage, d wire.Dialect, model string) (wire.Sess
 	if len(raw) == 0 || string(raw) == "null" {
 		return sess, nil, nil
 	}
-	u, err := decodeSessionObject(raw, d)
+	u, err := wire.DecodeSession(raw, d)
 	if err == nil {
 		err = sess.Apply(u)
 	}

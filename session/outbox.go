@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,16 @@ const slowClientTimeout = 10 * time.Second
 
 // outbox is the queue to the writer goroutine (a door.Writer). send and closeWith are safe from
 // any goroutine; writeLoop runs the writer, the only caller of Transport.Send and Transport.Close
-// while it runs.
+// while it runs. Its fields but the queue's are set by newConversation and open (ctx and cancel,
+// the conversation's, by run before the writer starts) and only read after: the writer ends the
+// conversation (cancel) when the transport fails or a close was written.
 type outbox struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	t      Transport
+	enc    *wire.Encoder // its dialect is an atomic: set by the input goroutine, read by senders
+	log    *slog.Logger
+
 	conn   transportConn // what the writer writes
 	w      *door.Writer
 	closed atomic.Bool // a close has been queued; further events are dropped
@@ -42,23 +51,23 @@ type outbox struct {
 	drained chan struct{}
 }
 
-// open makes the writer of t: outQueue events, each write bounded by slowClientTimeout (a write
+// open makes the writer of o.t: outQueue events, each write bounded by slowClientTimeout (a write
 // stuck that long means the client stopped reading — bounded in the writer, not only in send:
 // with fewer than outQueue events waiting no sender stalls, and a close (idle, drain) queued
 // behind the stuck write would never be reached).
-func (o *outbox) open(t Transport) {
-	o.conn = transportConn{t}
+func (o *outbox) open() {
+	o.conn = transportConn{o.t}
 	o.w = door.NewWriter(door.WriterConfig{Queue: outQueue, Timeout: slowClientTimeout,
 		Done: func(m door.Message, _ bool) { o.dequeued(len(m.Data)) }})
 }
 
 // writeLoop runs the writer on the session's context and ends the conversation when it stops: a
 // close was written, the client stopped reading, or the transport failed.
-func (c *conversation) writeLoop() {
-	if err := c.w.Run(c.ctx, c.conn); errors.Is(err, door.ErrSlowReader) {
-		c.log.Warn("realtime client stopped reading; closing", "queued", c.w.Len(), "waited", slowClientTimeout)
+func (o *outbox) writeLoop() {
+	if err := o.w.Run(o.ctx, o.conn); errors.Is(err, door.ErrSlowReader) {
+		o.log.Warn("realtime client stopped reading; closing", "queued", o.w.Len(), "waited", slowClientTimeout)
 	}
-	c.cancel()
+	o.cancel()
 }
 
 // transportConn is a Transport as the writer sees it: an event is a text message, and the close
@@ -101,27 +110,28 @@ func endOf(code websocket.StatusCode) End {
 }
 
 // send encodes ev and queues it for the writer; it blocks while the queue is full and gives up
-// when the session ends. Safe from any goroutine.
+// when the session ends. Safe from any goroutine. A reply's first audio delta after the user's
+// turn ended observes the answer latency (answered).
 func (c *conversation) send(ev wire.ServerEvent) {
-	b := c.encodeEvent(ev)
+	b := c.outbox.encodeEvent(ev)
 	if b == nil {
 		return
 	}
 	if _, audio := ev.(wire.ResponseAudioDelta); audio {
 		c.answered()
 	}
-	c.enqueue(door.Message{Type: websocket.MessageText, Data: b})
+	c.outbox.enqueue(door.Message{Type: websocket.MessageText, Data: b})
 }
 
 // encodeEvent encodes ev for the writer: nil when nothing is to be sent (a close is queued, the
 // dialect has no such event, or it could not be encoded: logged).
-func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
-	if c.closed.Load() {
+func (o *outbox) encodeEvent(ev wire.ServerEvent) []byte {
+	if o.closed.Load() {
 		return nil
 	}
-	b, err := c.enc.Encode(ev)
+	b, err := o.enc.Encode(ev)
 	if err != nil {
-		c.log.Error("encode server event", "err", err)
+		o.log.Error("encode server event", "err", err)
 		return nil
 	}
 	return b
@@ -130,31 +140,31 @@ func (c *conversation) encodeEvent(ev wire.ServerEvent) []byte {
 // enqueue hands m to the writer: it waits while outQueueBytes are queued (the writer, which ends
 // the conversation when one write takes slowClientTimeout, makes room), then while outQueue
 // events are (for slowClientTimeout, then it ends the conversation). False when m was not queued.
-func (c *conversation) enqueue(m door.Message) bool {
-	for !c.makeRoom(len(m.Data)) {
-		c.queue.Lock()
-		drained := c.drained
-		c.queue.Unlock()
+func (o *outbox) enqueue(m door.Message) bool {
+	for !o.makeRoom(len(m.Data)) {
+		o.queue.Lock()
+		drained := o.drained
+		o.queue.Unlock()
 		select {
 		case <-drained:
-		case <-c.ctx.Done():
+		case <-o.ctx.Done():
 			return false
 		}
 	}
-	if c.w.TrySend(m) {
+	if o.w.TrySend(m) {
 		return true
 	}
 	// The queue is full: the client reads slower than we speak. Wait a while, then end it.
-	stall, cancel := context.WithTimeout(c.ctx, slowClientTimeout)
+	stall, cancel := context.WithTimeout(o.ctx, slowClientTimeout)
 	defer cancel()
-	if c.w.Send(stall, m) {
+	if o.w.Send(stall, m) {
 		return true
 	}
-	if c.ctx.Err() == nil && errors.Is(stall.Err(), context.DeadlineExceeded) {
-		c.log.Warn("realtime client stopped reading; closing", "queued", c.w.Len(), "waited", slowClientTimeout)
-		c.cancel()
+	if o.ctx.Err() == nil && errors.Is(stall.Err(), context.DeadlineExceeded) {
+		o.log.Warn("realtime client stopped reading; closing", "queued", o.w.Len(), "waited", slowClientTimeout)
+		o.cancel()
 	}
-	c.dequeued(len(m.Data))
+	o.dequeued(len(m.Data))
 	return false
 }
 
@@ -188,24 +198,24 @@ func (o *outbox) dequeued(n int) {
 // events that may be large (conversation.item.retrieved carries an item's audio, up to the
 // conversation's bytes), so that a client asking for them faster than it reads holds one in the
 // queue, not outQueue of them.
-func (c *conversation) sendWritten(ev wire.ServerEvent) {
-	b := c.encodeEvent(ev)
+func (o *outbox) sendWritten(ev wire.ServerEvent) {
+	b := o.encodeEvent(ev)
 	if b == nil {
 		return
 	}
 	m := door.Message{Type: websocket.MessageText, Data: b, Written: make(chan struct{})}
-	if !c.enqueue(m) {
+	if !o.enqueue(m) {
 		return
 	}
 	select {
 	case <-m.Written:
-	case <-c.ctx.Done():
+	case <-o.ctx.Done():
 	}
 }
 
 // answered observes the answer latency at a reply's first audio after the user's turn ended.
 func (c *conversation) answered() {
-	if since := c.answerSince.Swap(0); since != 0 {
+	if since := c.turns.answerSince.Swap(0); since != 0 {
 		c.srv.metrics.answer.Observe(time.Since(time.Unix(0, since)).Seconds())
 	}
 }
@@ -224,8 +234,14 @@ func (c *conversation) sendError(err error) {
 // transport's Close); later sends are dropped.
 func (c *conversation) closeWith(we *wire.Error, end End, reason string) {
 	c.send(we)
-	if c.closed.Swap(true) {
+	c.outbox.close(end, reason)
+}
+
+// close queues the end of the conversation behind the events queued (end and reason go to the
+// transport's Close); later sends are dropped.
+func (o *outbox) close(end End, reason string) {
+	if o.closed.Swap(true) {
 		return
 	}
-	c.w.Close(c.ctx, end.status(), reason)
+	o.w.Close(o.ctx, end.status(), reason)
 }

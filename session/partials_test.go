@@ -105,7 +105,7 @@ func TestConversationPartialsThroughMel(t *testing.T) {
 			"turn_detection": map[string]any{"type": "server_vad"}}}}})
 	tr.until("session.updated")
 	for i := range 100 { // 1.6 s of speech, then silence
-		tr.in <- Inbound{Audio: tone24(20, i < 80), AudioRate: 24000}
+		tr.in <- Inbound{Audio: tone16(20, i < 80)}
 	}
 	evs := tr.until("response.done")
 	if !strings.Contains(typesOf(evs), "conversation.item.input_audio_transcription.delta") {

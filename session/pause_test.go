@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/voiced/voiced/internal/testkit"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -29,23 +30,23 @@ func (e wordsEars) Transcribe(ctx context.Context, pcm []float32) (string, error
 // push gives) and the test does not depend on how the decode workers are scheduled. It keeps the
 // turn ends it reports.
 type settledDetector struct {
-	TurnDetector
+	turn.Detector
 	c     *conversation
-	stops []TurnEvent
+	stops []turn.SpeechStopped
 }
 
-func (d *settledDetector) Push(pcm []float32) ([]TurnEvent, error) {
+func (d *settledDetector) Feed(pcm []float32, at int64) ([]turn.Event, error) {
 	guard := time.Now().Add(10 * time.Second) // a deadlock guard, not a timing claim
-	for d.c.partials.busy.Load() != 0 {
+	for d.c.in.partials.busy.Load() != 0 {
 		if time.Now().After(guard) {
 			panic("a partial decode did not return within 10 s")
 		}
 		runtime.Gosched()
 	}
-	evs, err := d.TurnDetector.Push(pcm)
+	evs, err := d.Detector.Feed(pcm, at)
 	for _, ev := range evs {
-		if ev.Stopped {
-			d.stops = append(d.stops, ev)
+		if stop, ok := ev.(turn.SpeechStopped); ok {
+			d.stops = append(d.stops, stop)
 		}
 	}
 	return evs, err
@@ -64,9 +65,9 @@ func TestPartialAtPauseEndsOnCompleteWait(t *testing.T) {
 	var c *conversation
 	var d *settledDetector
 	s, err := New(Config{Speculate: true, Engines: Engines{Ears: wordsEars{full: speech}, Voice: fakeVoice{}, Mind: m,
-		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {
+		NewTurnDetector: func(td wire.TurnDetection, p Partial) (turn.Detector, error) {
 			inner, err := TurnDetectors(energySpeech)(td, p)
-			d = &settledDetector{TurnDetector: inner, c: c}
+			d = &settledDetector{Detector: inner, c: c}
 			return d, err
 		}}})
 	if err != nil {
@@ -94,7 +95,7 @@ func TestPartialAtPauseEndsOnCompleteWait(t *testing.T) {
 	if len(d.stops) != 1 {
 		t.Fatalf("turn ends %+v, want one", d.stops)
 	}
-	dead := d.stops[0].Sample - d.stops[0].SpeechEnd
+	dead := d.stops[0].End - d.stops[0].SpeechEnd
 	t.Logf("turn-end dead time %d samples (%d ms)", dead, sampleMs(dead))
 	if want := int64(7 * 512); dead != want { // 200 ms in whole 32 ms windows
 		t.Errorf("turn-end dead time %d samples, want the Complete wait's %d", dead, want)

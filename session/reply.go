@@ -3,8 +3,7 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -33,7 +32,7 @@ type reply struct {
 	id        string
 	ctx       context.Context // cancelled by barge-in or response.cancel (cause says which)
 	cancel    context.CancelCauseFunc
-	cancelled bool          // under conversation.mu
+	cancelled bool          // under replies.mu
 	done      chan struct{} // closed when its response.done is queued
 	prev      chan struct{} // the previous reply's done, when it was still finishing
 	// outOfBand: response.create with conversation "none": its items are not written to the
@@ -74,55 +73,34 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 			inBytes += itemBytes(it, true)
 		}
 	}
-	if !c.hold(inBytes) {
+	if !c.hist.hold(inBytes) {
 		cancel(nil)
 		spec.drop()
-		return c.conversationFull("response.input", eventID)
+		return c.hist.conversationFull("response.input", eventID)
 	}
-	c.mu.Lock()
-	if !r.outOfBand && c.held >= c.srv.cfg.ConversationBytes {
-		c.held -= inBytes
-		c.mu.Unlock()
+	refuse := func(we *wire.Error) *wire.Error {
+		c.hist.hold(-inBytes)
 		cancel(nil)
 		spec.drop()
-		return c.conversationFull("response", eventID)
+		return we
 	}
-	if r.outOfBand {
-		if len(c.outOfBand) >= maxOutOfBand {
-			c.held -= inBytes
-			c.mu.Unlock()
-			cancel(nil)
-			return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeTooManyResponses, EventID: eventID,
-				Message: fmt.Sprintf("This conversation already runs %d out-of-band responses (conversation 'none'), the most it may: wait for one to finish.", maxOutOfBand)}
-		}
-		if c.outOfBand == nil {
-			c.outOfBand = map[string]*reply{}
-		}
-		c.outOfBand[r.id] = r
-	} else {
-		if a := c.active; a != nil {
-			if !a.cancelled {
-				c.held -= inBytes
-				c.mu.Unlock()
-				cancel(nil)
-				spec.drop()
-				return wire.ErrActiveResponse(a.id, eventID)
-			}
-			r.prev = a.done // cancelled, finishing its done events: the new reply waits for them
-		}
-		c.active = r
+	if !r.outOfBand && c.hist.full() {
+		return refuse(c.hist.conversationFull("response", eventID))
 	}
-	c.mu.Unlock()
+	if we := c.replies.admit(r, eventID); we != nil {
+		return refuse(we)
+	}
 
-	cfg := c.sess.ForResponse(p)
+	cfg := c.in.sess.ForResponse(p)
 	var input []wire.Item
 	if p.Input.Set() {
 		input = p.Input.Value
 	}
+	parts := c.replyParts()
 	c.work.Go(func() {
 		defer cancel(nil)
-		defer c.hold(-inBytes)
-		c.respond(r, cfg, input)
+		defer c.hist.hold(-inBytes)
+		parts.respond(r, cfg, input)
 	})
 	return nil
 }
@@ -130,18 +108,7 @@ func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec 
 // cancelReply cancels the active response (id "" = whichever) or the out-of-band one id names;
 // false when there is none to cancel.
 func (c *conversation) cancelReply(id string, cause error) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.active
-	if id != "" && c.outOfBand[id] != nil {
-		a = c.outOfBand[id]
-	}
-	if a == nil || a.cancelled || (id != "" && id != a.id) {
-		return false
-	}
-	a.cancelled = true
-	a.cancel(cause)
-	return true
+	return c.replies.cancel(id, cause)
 }
 
 // pipeDepth bounds the pieces the mind may run ahead of the speaking (a bounded pipeline: the
@@ -151,7 +118,7 @@ const pipeDepth = 8
 // replyRun is one response's output state, owned by its writer goroutine (the one that runs the
 // ops the mind's stream queues, in order); splitter belongs to the mind's goroutine.
 type replyRun struct {
-	c    *conversation
+	p    *replyParts
 	r    *reply
 	cfg  wire.Session
 	resp wire.Response
@@ -179,22 +146,56 @@ type replyRun struct {
 	pieces  int // pieces said (the writer's)
 }
 
+// replyParts are the parts of the conversation a reply works with, and nothing else of it:
+// the items (hist), the outbox (send), the ledger, the replies running, the handoff to the input
+// goroutine, the engines it speaks and thinks with. Set once by the conversation (replyParts);
+// every one is safe from the reply's goroutines.
+type replyParts struct {
+	ctx     context.Context // the conversation's: its end ends every reply
+	log     *slog.Logger
+	metrics *metrics
+	convID  string
+	send    func(wire.ServerEvent) // the outbox
+	hist    *history
+	ledger  *ledger
+	replies *replies
+	turns   *handoff
+	voice   Voice
+	mind    mind.Mind
+	player  Player // the transport's (nil: audio in delta events)
+	// idleTimeout restarts the idle timer at the reply's end; now is the server's clock.
+	idleTimeout time.Duration
+	now         func() time.Time
+	// quotaExceeded stops the replies and closes the conversation (the ledger's exhausted);
+	// answered observes the answer latency at a reply's first audio on a player.
+	quotaExceeded func()
+	answered      func()
+}
+
+// replyParts hands a reply the parts it works with.
+func (c *conversation) replyParts() *replyParts {
+	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
+		hist: &c.hist, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
+		voice: c.engines.Voice, mind: c.engines.Mind, player: c.media.Player,
+		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
+}
+
 // respond runs the mind and speaks its answer.
-func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
+func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	defer r.spec.drop() // cancelled when done with; counted as discarded unless adopted
 	if r.prev != nil {
 		select {
 		case <-r.prev:
-		case <-c.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		}
 	}
-	convID := c.convID
+	convID := p.convID
 	if r.outOfBand {
 		convID = "" // null: not written to the conversation
 	}
-	run := &replyRun{c: c, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
-		speak: !cfg.TextOnly && c.engines.Voice != nil, calls: map[int]*entry{}}
+	run := &replyRun{p: p, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
+		speak: !cfg.TextOnly && p.voice != nil, calls: map[int]*entry{}}
 	if run.speak {
 		run.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
 		run.codec = codecOf(cfg.OutputFormat)
@@ -204,15 +205,15 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	}
 	created := run.resp
 	created.Output = nil
-	c.send(wire.ResponseCreated{Response: created})
-	c.send(wire.RateLimitsUpdated{RateLimits: c.rateLimits()})
+	p.send(wire.ResponseCreated{Response: created})
+	p.send(wire.RateLimitsUpdated{RateLimits: p.ledger.rateLimits(p.now())})
 
-	err := c.waitTranscripts(r.ctx)
+	err := p.waitTranscripts(r.ctx)
 	if err == nil {
-		req := mindRequest(cfg, c.context(input))
-		m := c.engines.Mind
+		req := mindRequest(cfg, p.hist.snapshot(input))
+		m := p.mind
 		if r.spec.adopt(req) {
-			m = timedMind{Mind: r.spec, first: c.srv.metrics.mindFirst}
+			m = timedMind{Mind: r.spec, first: p.metrics.mindFirst}
 			run.adopted = r.spec
 		} else {
 			r.spec.drop()
@@ -224,7 +225,7 @@ func (c *conversation) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 // mindRequest is what a reply configured so asks the mind about items.
 func mindRequest(cfg wire.Session, items []wire.Item) mind.Request {
-	req := mind.Request{Instructions: cfg.Instructions, History: history(items), ToolChoice: toolChoice(cfg.ToolChoice)}
+	req := mind.Request{Instructions: cfg.Instructions, History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice)}
 	for _, t := range cfg.Tools {
 		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -281,19 +282,6 @@ func (run *replyRun) queue(op func() error) error {
 	}
 }
 
-// rateLimits is what rate_limits.updated says after response.created: nothing without a quota;
-// with one, a "tokens" entry that counts seconds of audio (heard + spoken) left today, resetting
-// at the next UTC midnight. Its limit is not known here (Budget says what is left): omitted.
-func (c *conversation) rateLimits() []wire.RateLimit {
-	if !c.budgetLimited.Load() {
-		return nil
-	}
-	left := max(time.Duration(c.budgetLeft.Load()), 0)
-	now := c.srv.cfg.Now().UTC()
-	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-	return []wire.RateLimit{{Name: "tokens", Remaining: int(left / time.Second), ResetSeconds: midnight.Sub(now).Seconds()}}
-}
-
 func toolChoice(tc wire.ToolChoice) string {
 	if tc.Mode == wire.ToolChoiceFunction {
 		return tc.Name
@@ -302,16 +290,8 @@ func toolChoice(tc wire.ToolChoice) string {
 }
 
 // waitTranscripts waits until every committed user audio item has its words.
-func (c *conversation) waitTranscripts(ctx context.Context) error {
-	c.mu.Lock()
-	var pending []chan struct{}
-	for _, e := range c.items {
-		if e.ready != nil {
-			pending = append(pending, e.ready)
-		}
-	}
-	c.mu.Unlock()
-	for _, ch := range pending {
+func (p *replyParts) waitTranscripts(ctx context.Context) error {
+	for _, ch := range p.hist.transcribing() {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -319,31 +299,6 @@ func (c *conversation) waitTranscripts(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// context is what the mind hears: the conversation, or response.create's own input (item
-// references resolved against the conversation).
-func (c *conversation) context(input []wire.Item) []wire.Item {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if input == nil {
-		out := make([]wire.Item, len(c.items))
-		for i, e := range c.items {
-			out[i] = cloneItem(e.item)
-		}
-		return out
-	}
-	var out []wire.Item
-	for _, it := range input {
-		if it.Type == wire.ItemReference {
-			if e := c.byID[it.ID]; e != nil {
-				out = append(out, cloneItem(e.item))
-			}
-			continue
-		}
-		out = append(out, it)
-	}
-	return out
 }
 
 // delta takes one piece of the mind's answer (on the mind's goroutine) and queues what it
@@ -369,7 +324,7 @@ func (run *replyRun) delta(d mind.Delta) error {
 			text := d.Text
 			if err := run.queue(func() error {
 				run.text.WriteString(text)
-				run.c.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: text})
+				run.p.send(wire.ResponseTextDelta{PartRef: run.part(), Delta: text})
 				return nil
 			}); err != nil {
 				return err
@@ -394,18 +349,16 @@ func (run *replyRun) openMessage() {
 	if run.msg != nil {
 		return
 	}
-	c := run.c
+	p := run.p
 	e := &entry{item: wire.Item{ID: wire.NewID("item_"), Type: wire.ItemMessage, Status: wire.ItemInProgress,
 		Role: wire.RoleAssistant, Content: []wire.ContentPart{}}}
 	run.msg, run.msgIdx = e, len(run.outputs)
 	run.outputs = append(run.outputs, e)
-	c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
+	p.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: run.msgIdx, Item: cloneItem(e.item)})
 	run.addToConversation(e)
 	part := run.contentPart()
-	c.mu.Lock()
-	e.item.Content = []wire.ContentPart{part}
-	c.mu.Unlock()
-	c.send(wire.ResponseContentPartAdded{ResponseID: run.r.id, ItemID: e.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0, Part: part})
+	p.hist.edit(e, func(it *wire.Item) { it.Content = []wire.ContentPart{part} })
+	p.send(wire.ResponseContentPartAdded{ResponseID: run.r.id, ItemID: e.item.ID, OutputIndex: run.msgIdx, ContentIndex: 0, Part: part})
 }
 
 // contentPart is the message's part as it stands.
@@ -427,12 +380,12 @@ func (run *replyRun) say(piece string) error {
 	if err := run.ctx.Err(); err != nil {
 		return err
 	}
-	c := run.c
+	p := run.p
 	if run.text.Len() > 0 {
 		piece = " " + piece
 	}
 	run.text.WriteString(piece)
-	c.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
+	p.send(wire.ResponseAudioTranscriptDelta{PartRef: run.part(), Delta: piece})
 	sent := 0
 	err := run.synthesize(strings.TrimSpace(piece), func(pcm []int16) error {
 		for len(pcm) > 0 {
@@ -440,13 +393,13 @@ func (run *replyRun) say(piece string) error {
 				return err
 			}
 			n := min(len(pcm), deltaSamples)
-			if c.media.Player != nil {
+			if p.player != nil {
 				// Over a player the seconds are what it plays: takePlayed counts and spends them
 				// (in meterNow, and each second), so nothing is reserved here.
 				if err := run.play(piece, pcm[:n]); err != nil {
 					return err
 				}
-				c.meterNow()
+				p.ledger.meterNow()
 				sent += n
 				pcm = pcm[n:]
 				if errors.Is(context.Cause(run.ctx), errQuota) {
@@ -459,25 +412,25 @@ func (run *replyRun) say(piece string) error {
 			// before the quota close another reply queues once the budget is gone, so every second
 			// metered reaches the client.
 			want := time.Duration(n) * time.Second / speakRate
-			c.speakMu.Lock()
-			got := c.reserve(want)
+			p.ledger.speakMu.Lock()
+			got := p.ledger.reserve(want)
 			if got < want {
 				n = int(got * speakRate / time.Second)
 			}
 			if n > 0 {
 				run.emitAudio(run.encode(pcm[:n]))
-				c.spokenSamples.Add(int64(n))
+				p.ledger.spokenSamples.Add(int64(n))
 			}
 			if got < want {
-				c.quotaExceeded()
+				p.quotaExceeded()
 			}
-			c.speakMu.Unlock()
+			p.ledger.speakMu.Unlock()
 			if n > 0 {
-				c.meterNow() // durable before the next delta goes out
+				p.ledger.meterNow() // durable before the next delta goes out
 				sent += n
 				pcm = pcm[n:]
 			}
-			c.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
+			p.ledger.recordedSpeech.Add(int64(got)) // after its record: see refreshBudget
 			if got < want {
 				return errQuota
 			}
@@ -486,23 +439,16 @@ func (run *replyRun) say(piece string) error {
 	})
 	if run.out != nil && err == nil {
 		// The resampler holds its delay back: a piece's audio ends with the piece.
-		if tail := run.out.Flush(); len(tail) > 0 && c.media.Player == nil {
+		if tail := run.out.Flush(); len(tail) > 0 && p.player == nil {
 			run.emitAudio(run.codec.Encode(audio.Float32ToInt16(tail)))
 		}
 		run.out.Reset()
 	}
 	run.spoken += sent
 	if sent > 0 && !run.r.outOfBand {
-		c.assistantAudio.Store(true)
+		p.turns.assistantAudio.Store(true)
 	}
-	c.mu.Lock()
-	if !run.msg.truncated {
-		run.msg.spoken = append(run.msg.spoken, spokenPiece{text: piece, samples: sent})
-	}
-	if c.playing.msg == run.msg {
-		c.playing.piece, c.playing.pieceSent = "", 0 // in msg.spoken now
-	}
-	c.mu.Unlock()
+	p.hist.spoke(run.msg, piece, sent)
 	return err
 }
 
@@ -523,14 +469,14 @@ func (run *replyRun) synthesize(piece string, emit func([]int16) error) error {
 			return emit(pcm)
 		}
 	}
-	return run.c.engines.Voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
+	return run.p.voice.Speak(run.ctx, piece, run.cfg.Voice, run.cfg.Speed, emit)
 }
 
 // emitAudio sends one audio delta event and keeps its bytes on the message for retrieve.
 func (run *replyRun) emitAudio(b []byte) {
-	run.c.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
+	run.p.send(wire.ResponseAudioDelta{PartRef: run.part(), Delta: b})
 	if !run.r.outOfBand {
-		run.c.keepAudio(run.msg, run.cfg.OutputFormat, b)
+		run.p.hist.keepAudio(run.msg, run.cfg.OutputFormat, b)
 	}
 }
 
@@ -544,7 +490,7 @@ func (run *replyRun) encode(pcm []int16) []byte {
 
 // callDelta starts or extends a function_call item.
 func (run *replyRun) callDelta(d *mind.CallDelta) {
-	c := run.c
+	p := run.p
 	e := run.calls[d.Index]
 	if e == nil {
 		callID := d.ID
@@ -556,21 +502,21 @@ func (run *replyRun) callDelta(d *mind.CallDelta) {
 		run.calls[d.Index] = e
 		idx := len(run.outputs)
 		run.outputs = append(run.outputs, e)
-		c.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
+		p.send(wire.ResponseOutputItemAdded{ResponseID: run.r.id, OutputIndex: idx, Item: cloneItem(e.item)})
 		run.addToConversation(e)
 	}
-	if d.Name != "" && e.item.Name == "" {
-		c.mu.Lock()
-		e.item.Name = d.Name
-		c.mu.Unlock()
+	if d.Name != "" {
+		p.hist.edit(e, func(it *wire.Item) {
+			if it.Name == "" {
+				it.Name = d.Name
+			}
+		})
 	}
 	if d.Arguments == "" {
 		return
 	}
-	c.mu.Lock()
-	e.item.Arguments += d.Arguments
-	c.mu.Unlock()
-	c.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
+	p.hist.edit(e, func(it *wire.Item) { it.Arguments += d.Arguments })
+	p.send(wire.ResponseFunctionCallArgumentsDelta{ResponseID: run.r.id, ItemID: e.item.ID,
 		OutputIndex: run.outputIndex(e), CallID: e.item.CallID, Delta: d.Arguments})
 }
 
@@ -579,8 +525,8 @@ func (run *replyRun) addToConversation(e *entry) {
 	if run.r.outOfBand {
 		return
 	}
-	prev := run.c.appendEntry(e, "")
-	run.c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
+	prev := run.p.hist.add(e, "")
+	run.p.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(e.item)})
 }
 
 func (run *replyRun) outputIndex(e *entry) int {
@@ -595,8 +541,8 @@ func (run *replyRun) outputIndex(e *entry) int {
 // finish closes every item and sends response.done: completed, cancelled (turn_detected or
 // client_cancelled), or failed (an error event first; the session lives on).
 func (run *replyRun) finish(err error) {
-	c, r := run.c, run.r
-	if c.ctx.Err() != nil {
+	p, r := run.p, run.r
+	if p.ctx.Err() != nil {
 		close(r.done)
 		return // the conversation is over: nobody to tell
 	}
@@ -614,39 +560,33 @@ func (run *replyRun) finish(err error) {
 		status, itemStatus = wire.ResponseFailed, wire.ItemIncomplete
 		we := replyError(err)
 		details = &wire.StatusDetails{Type: wire.ResponseFailed, Error: we}
-		c.log.Error("response failed", "response", r.id, "err", err)
-		c.send(we)
+		p.log.Error("response failed", "response", r.id, "err", err)
+		p.send(we)
 	}
 
 	for i, e := range run.outputs {
-		c.mu.Lock()
-		e.item.Status = itemStatus
-		if e == run.msg && !e.truncated {
-			e.item.Content = []wire.ContentPart{run.contentPart()}
+		var part *wire.ContentPart
+		if e == run.msg {
+			p := run.contentPart()
+			part = &p
 		}
-		c.recount(e) // the reply's text and calls, now whole
-		it := cloneItem(e.item)
-		prev := ""
-		if j := slices.Index(c.items, e); j > 0 {
-			prev = c.items[j-1].item.ID
-		}
-		c.mu.Unlock()
+		it, prev := p.hist.closeOutput(e, itemStatus, part)
 		if e == run.msg {
 			ref := run.part()
 			if run.speak {
-				c.send(wire.ResponseAudioDone{PartRef: ref})
-				c.send(wire.ResponseAudioTranscriptDone{PartRef: ref, Transcript: run.text.String()})
+				p.send(wire.ResponseAudioDone{PartRef: ref})
+				p.send(wire.ResponseAudioTranscriptDone{PartRef: ref, Transcript: run.text.String()})
 			} else {
-				c.send(wire.ResponseTextDone{PartRef: ref, Text: run.text.String()})
+				p.send(wire.ResponseTextDone{PartRef: ref, Text: run.text.String()})
 			}
-			c.send(wire.ResponseContentPartDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i, ContentIndex: 0, Part: it.Content[0]})
+			p.send(wire.ResponseContentPartDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i, ContentIndex: 0, Part: it.Content[0]})
 		} else {
-			c.send(wire.ResponseFunctionCallArgumentsDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i,
+			p.send(wire.ResponseFunctionCallArgumentsDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i,
 				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 		}
-		c.send(wire.ResponseOutputItemDone{ResponseID: r.id, OutputIndex: i, Item: it})
+		p.send(wire.ResponseOutputItemDone{ResponseID: r.id, OutputIndex: i, Item: it})
 		if !r.outOfBand {
-			c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+			p.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 		}
 	}
 
@@ -654,35 +594,23 @@ func (run *replyRun) finish(err error) {
 	done.Status, done.StatusDetails = status, details
 	done.Output = make([]wire.Item, 0, len(run.outputs))
 	for _, e := range run.outputs {
-		c.mu.Lock()
-		it := cloneItem(e.item)
-		c.mu.Unlock()
+		it := p.hist.clone(e)
 		for i := range it.Content {
 			it.Content[i].Audio = nil
 		}
 		done.Output = append(done.Output, it)
 	}
 	done.Usage = &wire.Usage{
-		HeardSeconds:  float64(c.heardForReply.Swap(0)) / hearRate,
+		HeardSeconds:  float64(p.ledger.heardForReply.Swap(0)) / hearRate,
 		SpokenSeconds: float64(run.spoken) / speakRate,
 	}
-	c.mu.Lock()
-	if c.active == r {
-		c.active = nil
-	}
-	delete(c.outOfBand, r.id)
-	if c.idle != nil {
-		// Idle counts from the end of the reply the client was listening to, not from a timer
-		// that happened to be running through it (which could close before response.done).
-		c.idle.Reset(c.srv.cfg.IdleTimeout)
-	}
-	c.mu.Unlock()
-	c.send(wire.ResponseDone{Response: done})
+	p.replies.end(r, p.idleTimeout)
+	p.send(wire.ResponseDone{Response: done})
 	if !r.outOfBand {
-		c.replyEnded.Store(1 + int64(run.spoken))
+		p.turns.replyEnded.Store(1 + int64(run.spoken))
 	}
 	close(r.done)
-	c.turnEnded()
+	p.ledger.turnEnded()
 }
 
 // replyError is the error event for a failed reply, safe to show.

@@ -208,31 +208,31 @@ func TestRetrieveKeepsAssistantAudio(t *testing.T) {
 // TestKeptAudioIsBounded: the conversation keeps at most keptAudio of assistant audio; the
 // oldest items lose theirs first, and an item longer than the bound alone keeps none.
 func TestKeptAudioIsBounded(t *testing.T) {
-	c := &conversation{}
+	h := &history{}
 	item := func(id string) *entry {
 		e := &entry{item: wire.Item{ID: id, Type: wire.ItemMessage, Role: wire.RoleAssistant}}
-		c.appendEntry(e, "")
+		h.add(e, "")
 		return e
 	}
 	minute := make([]byte, 60*8000) // one minute of G.711
 	a, b, d := item("a"), item("b"), item("d")
 	for range 2 {
-		c.keepAudio(a, wire.G711Ulaw, minute)
+		h.keepAudio(a, wire.G711Ulaw, minute)
 	}
 	for range 3 {
-		c.keepAudio(b, wire.G711Ulaw, minute)
+		h.keepAudio(b, wire.G711Ulaw, minute)
 	}
 	if len(a.audio) != 2*len(minute) || len(b.audio) != 3*len(minute) {
 		t.Fatalf("within the bound: a %d, b %d bytes", len(a.audio), len(b.audio))
 	}
-	c.keepAudio(d, wire.G711Ulaw, minute) // six minutes in all: the oldest item loses its audio
+	h.keepAudio(d, wire.G711Ulaw, minute) // six minutes in all: the oldest item loses its audio
 	if a.audio != nil || !a.audioLost || len(b.audio) != 3*len(minute) || len(d.audio) != len(minute) {
 		t.Fatalf("over the bound: a %d (lost %v), b %d, d %d bytes", len(a.audio), a.audioLost, len(b.audio), len(d.audio))
 	}
-	c.keepAudio(a, wire.G711Ulaw, minute) // a lost item keeps nothing more
+	h.keepAudio(a, wire.G711Ulaw, minute) // a lost item keeps nothing more
 	long := item("long")
 	for range 6 {
-		c.keepAudio(long, wire.G711Ulaw, minute)
+		h.keepAudio(long, wire.G711Ulaw, minute)
 	}
 	if a.audio != nil || long.audio != nil || !long.audioLost {
 		t.Fatalf("a %d bytes, long %d bytes (lost %v)", len(a.audio), len(long.audio), long.audioLost)

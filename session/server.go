@@ -235,26 +235,9 @@ func (s *Server) ttl(seconds float64) (time.Duration, error) {
 	return d, nil
 }
 
-// decodeSessionObject decodes a bare session object as a session.update's.
-func decodeSessionObject(raw json.RawMessage, d wire.Dialect) (*wire.SessionUpdate, error) {
-	frame, _ := json.Marshal(struct {
-		Type    string          `json:"type"`
-		Session json.RawMessage `json:"session"`
-	}{wire.TypeSessionUpdate, raw})
-	ev, err := wire.Decode(frame, d)
-	if err != nil {
-		return nil, err
-	}
-	u, ok := ev.(*wire.SessionUpdate)
-	if !ok {
-		return nil, errors.New("session object did not decode as a session.update")
-	}
-	return u, nil
-}
-
-// applySessionObject applies a bare session object as a session.update.
+// applySessionObject applies a bare session object (a ticket's) as a session.update.
 func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect) error {
-	u, err := decodeSessionObject(raw, d)
+	u, err := wire.DecodeSession(raw, d)
 	if err != nil {
 		return err
 	}

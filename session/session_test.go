@@ -22,6 +22,7 @@ import (
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -831,21 +832,21 @@ type partialFloor struct {
 	seen    chan string
 }
 
-func (f *partialFloor) Push(pcm []float32) ([]TurnEvent, error) {
+func (f *partialFloor) Feed(pcm []float32, at int64) ([]turn.Event, error) {
 	if p := f.partial(); p != "" {
 		select {
 		case f.seen <- p:
 		default:
 		}
 	}
-	return f.energyDetector.Push(pcm)
+	return f.energyDetector.Feed(pcm, at)
 }
 
 func TestSemanticFloorReadsPartials(t *testing.T) {
 	testkit.CheckLeaks(t)
 	seen := make(chan string, 1)
 	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{"so I was thinking"}, Voice: fakeVoice{},
-		NewTurnDetector: func(td wire.TurnDetection, p Partial) (TurnDetector, error) {
+		NewTurnDetector: func(td wire.TurnDetection, p Partial) (turn.Detector, error) {
 			if td.Type != wire.TurnSemanticVAD {
 				return &energyDetector{}, nil
 			}

@@ -2,12 +2,14 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/sentence"
 	"github.com/voiced/voiced/wire"
@@ -32,7 +34,7 @@ import (
 // first audio goes out at once. The held audio reaches no client and no meter before the reply
 // sends it as its own (say), and is dropped with the speculation.
 //
-// Owners: the input goroutine starts a speculation and holds it (inputSide.spec) until the turn
+// Owners: the input goroutine starts a speculation and holds it (c.in.spec) until the turn
 // ends; then the reply started for the turn holds it (reply.spec) and adopts or drops it. The
 // mind's goroutine runs on c.work (run waits for it) and ends once its ctx is cancelled: whoever
 // drops a speculation cancels it, never waiting on the network.
@@ -49,7 +51,13 @@ const (
 )
 
 type speculation struct {
-	c      *conversation
+	// counted: the outcome counter (specStarted…); log: the conversation's; work: its workers
+	// (run waits for them); speaker: the Voice that synthesizes the first sentence.
+	counted *prometheus.CounterVec
+	log     *slog.Logger
+	work    *sync.WaitGroup
+	speaker Voice
+
 	text   string       // the partial transcript speculated on, normalised
 	req    mind.Request // what the mind was asked
 	ctx    context.Context
@@ -77,36 +85,33 @@ type speculation struct {
 // words is dropped first.
 func (c *conversation) speculate(text string) {
 	norm := normalise(text)
-	if !c.srv.cfg.Speculate || !c.sess.TurnDetection.CreateResponse || c.speechItem == "" || norm == "" {
+	if !c.srv.cfg.Speculate || !c.in.sess.TurnDetection.CreateResponse || c.in.speechItem == "" || norm == "" {
 		return
 	}
-	if c.spec != nil && c.spec.text == norm {
+	if c.in.spec != nil && c.in.spec.text == norm {
 		return
 	}
-	c.dropSpeculation()
-	c.mu.Lock()
-	busy := c.active != nil && !c.active.cancelled
-	c.mu.Unlock()
-	if busy {
+	c.in.dropSpeculation()
+	if c.replies.answeringLive() {
 		return // the turn's end could not start a reply now
 	}
-	items := append(c.context(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
+	items := append(c.hist.snapshot(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
-	cfg := c.sess.ForResponse(wire.ResponseParams{})
+	cfg := c.in.sess.ForResponse(wire.ResponseParams{})
 	req := mindRequest(cfg, items)
 	ctx, cancel := context.WithCancel(c.ctx)
-	s := &speculation{c: c, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	s := &speculation{counted: c.srv.metrics.speculations, log: c.log, work: &c.work, speaker: c.engines.Voice, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		more: make(chan struct{}, 1), room: make(chan struct{}, 1), voice: cfg.Voice, speed: cfg.Speed}
 	if !cfg.TextOnly && c.engines.Voice != nil {
 		s.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
 	}
-	c.spec = s
+	c.in.spec = s
 	m := c.engines.Mind
 	if t, ok := m.(timedMind); ok {
 		m = t.Mind // the reply that adopts it observes the first token it waited for
 	}
 	c.srv.metrics.speculations.WithLabelValues(specStarted).Inc()
-	c.log.Debug("speculative mind call started", "item", c.speechItem)
+	c.log.Debug("speculative mind call started", "item", c.in.speechItem)
 	c.work.Go(func() {
 		defer close(s.done)
 		s.reply, s.err = m.Answer(ctx, req, s.hold)
@@ -114,19 +119,6 @@ func (c *conversation) speculate(text string) {
 			s.synthesize(s.splitter.Flush()) // an answer of one sentence ends only with the stream
 		}
 	})
-}
-
-// dropSpeculation cancels the turn's speculation, if any (input goroutine).
-func (c *conversation) dropSpeculation() {
-	c.spec.drop()
-	c.spec = nil
-}
-
-// takeSpeculation hands the turn's speculation to whoever ends the turn (input goroutine).
-func (c *conversation) takeSpeculation() *speculation {
-	s := c.spec
-	c.spec = nil
-	return s
 }
 
 // drop cancels the speculation; unless a reply adopted it, it counts as discarded. Safe on nil
@@ -137,8 +129,8 @@ func (s *speculation) drop() {
 	}
 	s.cancel()
 	if s.settled.CompareAndSwap(false, true) {
-		s.c.srv.metrics.speculations.WithLabelValues(specDiscarded).Inc()
-		s.c.log.Debug("speculative mind call discarded")
+		s.counted.WithLabelValues(specDiscarded).Inc()
+		s.log.Debug("speculative mind call discarded")
 	}
 }
 
@@ -159,8 +151,8 @@ func (s *speculation) adopt(req mind.Request) bool {
 	if !s.settled.CompareAndSwap(false, true) {
 		return false
 	}
-	s.c.srv.metrics.speculations.WithLabelValues(specUsed).Inc()
-	s.c.log.Debug("speculative mind call used")
+	s.counted.WithLabelValues(specUsed).Inc()
+	s.log.Debug("speculative mind call used")
 	return true
 }
 
@@ -213,9 +205,9 @@ func (s *speculation) synthesize(piece string) {
 	s.mu.Lock()
 	s.first = h
 	s.mu.Unlock()
-	s.c.work.Go(func() {
+	s.work.Go(func() {
 		defer close(h.done)
-		h.err = s.c.engines.Voice.Speak(s.ctx, piece, s.voice, s.speed, func(pcm []int16) error {
+		h.err = s.speaker.Speak(s.ctx, piece, s.voice, s.speed, func(pcm []int16) error {
 			h.pcm = append(h.pcm, pcm...)
 			return nil
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/internal/testkit"
 	"github.com/voiced/voiced/mind"
+	"github.com/voiced/voiced/turn"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -99,29 +100,30 @@ func receive(t *testing.T, ch chan string, what string) string {
 	}
 }
 
-// scriptDetector is a TurnDetector that answers its Nth Push with script[N] (later pushes: no
+// scriptDetector is a turn.Detector that answers its Nth Feed with script[N] (later feeds: no
 // events), so a test places each turn event exactly.
 type scriptDetector struct {
-	script [][]TurnEvent
+	script [][]turn.Event
 	n      int
 }
 
-func (d *scriptDetector) Push([]float32) ([]TurnEvent, error) {
-	var evs []TurnEvent
+func (d *scriptDetector) Feed([]float32, int64) ([]turn.Event, error) {
+	var evs []turn.Event
 	if d.n < len(d.script) {
 		evs = d.script[d.n]
 	}
 	d.n++
 	return evs, nil
 }
-func (d *scriptDetector) Reset()       {}
-func (d *scriptDetector) Close() error { return nil }
+func (d *scriptDetector) Floor() turn.Floor { return turn.Quiet }
+func (d *scriptDetector) Reset()            {}
+func (d *scriptDetector) Close() error      { return nil }
 
 // speculationCase runs one semantic_vad turn of pushes (20 ms of audio each) whose detector
 // answers with script; between pushes, before[i] (when set) runs before push i.
 type speculationCase struct {
 	ears   string // the final transcript
-	script [][]TurnEvent
+	script [][]turn.Event
 	hold   bool  // the mind holds its first request until it is cancelled
 	voice  Voice // nil: fakeVoice
 }
@@ -144,7 +146,7 @@ func startSpeculation(t *testing.T, tc speculationCase, speculate bool) *specula
 		voice = tc.voice
 	}
 	s, err := New(Config{Speculate: speculate, Engines: Engines{Ears: fakeEars{tc.ears}, Voice: voice, Mind: m,
-		NewTurnDetector: func(td wire.TurnDetection, _ Partial) (TurnDetector, error) { return script, nil }}})
+		NewTurnDetector: func(td wire.TurnDetection, _ Partial) (turn.Detector, error) { return script, nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +183,10 @@ func (r *speculationRun) outcome(name string) int {
 
 // The turn: speech starts (push 0), the detector judges "What time is it?" finished in the pause
 // (push 1), the turn ends (push 2).
-var likelyTurn = [][]TurnEvent{
-	{{Sample: 0}},
-	{{Hint: HintEndLikely, Sample: 640, Transcript: "What time is it?"}},
-	{{Stopped: true, Sample: 960, SpeechEnd: 320}},
+var likelyTurn = [][]turn.Event{
+	{turn.SpeechStarted{Start: 0}},
+	{turn.EndLikely{At: 640, Transcript: "What time is it?"}},
+	{turn.SpeechStopped{End: 960, SpeechEnd: 320}},
 }
 
 // A final transcript that matches the speculated one (normalised: case, punctuation, spaces)
@@ -257,11 +259,11 @@ func TestSpeculationMismatchIsDiscarded(t *testing.T) {
 // the turn does), nothing of it is sent, and the reply asks the mind on the final text.
 func TestSpeculationCancelledWhenSpeechResumes(t *testing.T) {
 	testkit.CheckLeaks(t)
-	script := [][]TurnEvent{
-		{{Sample: 0}},
-		{{Hint: HintEndLikely, Sample: 640, Transcript: "What time is it?"}},
-		{{Hint: HintEndUnlikely, Sample: 960}},
-		{{Stopped: true, Sample: 1280, SpeechEnd: 960}},
+	script := [][]turn.Event{
+		{turn.SpeechStarted{Start: 0}},
+		{turn.EndLikely{At: 640, Transcript: "What time is it?"}},
+		{turn.EndUnlikely{At: 960}},
+		{turn.SpeechStopped{End: 1280, SpeechEnd: 960}},
 	}
 	r := startSpeculation(t, speculationCase{ears: "What time is it? And the date?", script: script, hold: true}, true)
 	r.push()

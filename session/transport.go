@@ -40,11 +40,16 @@ type Inbound struct {
 	// Refused is a client message the transport could not take (over the size limit, a binary
 	// frame): sent to the client as an error event; the conversation goes on.
 	Refused *wire.Error
-	// Audio is input audio from a track (Media.TrackInput): PCM16 mono at AudioRate Hz. It takes
-	// the same path as an input_audio_buffer.append's audio.
-	Audio     []int16
-	AudioRate int
+	// Audio is input audio from a track (Media.TrackInput): mono samples at TrackRate (16 kHz,
+	// the rate the engine hears at). It joins the input pipeline after the step that decodes an
+	// input_audio_buffer.append's bytes: whatever the session's input format, the recogniser
+	// hears these samples as they are.
+	Audio []float32
 }
+
+// TrackRate is the rate of Inbound.Audio: the rate turn detection, the squelch and the
+// recogniser hear at.
+const TrackRate = hearRate
 
 // Media says where audio travels.
 type Media struct {

@@ -1,0 +1,165 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/wire"
+)
+
+// partials keeps the latest partial transcript of the turn in progress for semantic_vad and the
+// streamed transcript deltas: the input goroutine starts a decode of the open turn's audio on a
+// worker each time half a second more has arrived; Partial returns whatever text is in hand, at
+// once. On a SharedEars a new decode is asked for even while the last waits: the decoder keeps
+// only the newest partial of a conversation queued (the older one's worker returns at once), so
+// a partial is never stale by the time it runs. On a plain Ears one decode runs at a time.
+type partials struct {
+	text    atomic.Pointer[string]
+	busy    atomic.Int32 // decode workers running
+	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
+	decoded int          // samples of the turn the last decode started with (input goroutine)
+	// paused: the speaker paused (turn.Paused) and no decode has started since: the next
+	// maybeDecode decodes whatever audio came since the last, not waiting for the cadence
+	// (input goroutine).
+	paused bool
+
+	mu sync.Mutex // the workers' results, applied in the order they were asked for
+	// applied is the sequence number of the newest decode whose result was used.
+	applied, asked int64
+	// streamed is the transcript already sent as input_audio_transcription.delta for streamedGen's
+	// turn.
+	streamed    string
+	streamedGen int64
+	// mel is the open turn's log-mel when Ears take features (shared by the decode workers under
+	// its own lock).
+	mel partialMel
+}
+
+// partialMel keeps the open turn's log-mel (audio.MelStream) between its partial decodes: a turn's
+// audio only grows until the turn ends, so each decode computes only the frames new since the
+// last, bit for bit what LogMel of the whole window gives (audio's TestMelStreamEqualsLogMel).
+// Several workers may decode partials of one conversation at once (a SharedEars keeps the newest
+// queued): each computes under mu into a buffer of its own, which it keeps until its decode
+// returns.
+type partialMel struct {
+	mu     sync.Mutex
+	stream *audio.MelStream
+	gen    int64 // the turn (partials.gen) stream holds
+	bufs   sync.Pool
+}
+
+// transcribe decodes pcm, the turn gen's audio so far (its last window when slid): through the
+// turn's MelStream when ears take features and the turn still fits one window, else as a whole
+// window (a turn past 30 s slides its window, which a MelStream cannot follow).
+func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen int64, pcm []float32, slid bool) (string, error) {
+	me, ok := ears.(MelEars)
+	if !ok || slid || len(pcm) > audio.WhisperSamples {
+		return hearWith(ctx, ears, h, pcm)
+	}
+	buf, _ := m.bufs.Get().(*[]float32)
+	if buf == nil {
+		buf = new([]float32)
+	}
+	m.mu.Lock()
+	if m.stream == nil {
+		m.stream = audio.NewMelStream(me.NumMels())
+	}
+	if m.gen != gen || m.stream.Len() > len(pcm) {
+		m.stream.Reset() // a new turn (or an older snapshot than the last) restarts the stream
+		m.gen = gen
+	}
+	m.stream.Append(pcm[m.stream.Len():])
+	*buf = m.stream.Compute(*buf)
+	m.mu.Unlock()
+	text, err := me.TranscribeMel(ctx, *buf, h)
+	if ctx.Err() == nil { // cancelled, the decoder may still be reading buf: leave it to the GC
+		m.bufs.Put(buf)
+	}
+	return text, err
+}
+
+// decodeOn is what a partial decode needs of its conversation: its context, ears and workers
+// (run waits for them), its id (whose the decode is) and its outbox (the transcript deltas).
+type decodeOn struct {
+	ctx    context.Context
+	ears   Ears
+	work   *sync.WaitGroup
+	convID string
+	send   func(wire.ServerEvent)
+}
+
+// partialCadence is the new audio (16 kHz samples) that starts another partial decode.
+const partialCadence = hearRate / 2
+
+// Partial returns the latest partial transcript ("" when none yet).
+func (p *partials) Partial() string {
+	if t := p.text.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
+
+func (p *partials) reset() {
+	p.gen.Add(1)
+	p.text.Store(nil)
+	p.decoded, p.paused = 0, false
+}
+
+// maybeDecode starts a partial decode of the open turn when partialCadence more audio has come
+// since the last one started, or, after a pause (paused), when any has: the partial in hand at
+// the pause then holds the turn's last words, for semantic_vad's judgement and a speculation on
+// them, rather than what was said up to half a second earlier. With stream (the session transcribes its
+// input) the words it adds to what was already sent go out as
+// conversation.item.input_audio_transcription.delta for item, while the user still speaks; a
+// partial that revises earlier words sends nothing (a delta cannot take words back): the
+// transcription's completed event carries the final text.
+func (p *partials) maybeDecode(c decodeOn, pcm []float32, item string, stream bool) {
+	need := partialCadence
+	if p.paused {
+		need = 1
+	}
+	if c.ears == nil || len(pcm)-p.decoded < need {
+		return
+	}
+	// Two on a shared decoder: one decoding and the newest waiting (a third replaces it).
+	limit := int32(1)
+	if _, shared := c.ears.(SharedEars); shared {
+		limit = 3
+	}
+	if p.busy.Add(1) > limit {
+		p.busy.Add(-1)
+		return
+	}
+	p.decoded, p.paused = len(pcm), false
+	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
+	slid := len(pcm) > audio.WhisperSamples
+	gen := p.gen.Load()
+	p.mu.Lock()
+	p.asked++
+	seq := p.asked
+	p.mu.Unlock()
+	c.work.Go(func() {
+		defer p.busy.Add(-1)
+		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true}, gen, snapshot, slid)
+		if err != nil || p.gen.Load() != gen {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if seq < p.applied {
+			return // a newer partial is already in hand
+		}
+		p.applied = seq
+		p.text.Store(&text)
+		if p.streamedGen != gen {
+			p.streamed, p.streamedGen = "", gen // a new turn
+		}
+		if stream && len(text) > len(p.streamed) && strings.HasPrefix(text, p.streamed) {
+			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):]})
+			p.streamed = text
+		}
+	})
+}
