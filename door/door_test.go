@@ -3,6 +3,7 @@ package door
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -62,7 +63,7 @@ func TestOrigins(t *testing.T) {
 			}
 			err := policy.Check(r)
 			var ref *Refusal
-			if tc.want != (err == nil) || (err != nil && (!errors.As(err, &ref) || ref.Name != "origin_not_allowed" || ref.Status != 403 || ref.Reason != ReasonOrigin)) {
+			if tc.want != (err == nil) || (err != nil && (!errors.As(err, &ref) || ref.Name() != "origin_not_allowed" || ref.Status() != 403 || ref.Reason() != ReasonOrigin)) {
 				t.Fatalf("Check(%q) = %v", tc.origin, err)
 			}
 		})
@@ -95,8 +96,8 @@ func FuzzOrigins(f *testing.F) {
 }
 
 func TestGate(t *testing.T) {
-	full := &Refusal{Status: 429, Name: "full", Reason: ReasonCap}
-	keyFull := &Refusal{Status: 429, Name: "key_full", Reason: ReasonTenantCap}
+	full := NewRefusal(429, "full", "").WithReason(ReasonCap)
+	keyFull := NewRefusal(429, "key_full", "").WithReason(ReasonTenantCap)
 	g := NewGate(3, full).PerKey(2, keyFull)
 	a1, err := g.Acquire("a")
 	if err != nil {
@@ -182,5 +183,24 @@ func TestReadFrame(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no result, want %q", want)
 		}
+	}
+}
+
+// A refusal is matched by name with errors.Is, through copies and wrapping, and a copy never
+// changes the value it came from.
+func TestRefusalIsByNameAndImmutable(t *testing.T) {
+	base := NewRefusal(http.StatusTooManyRequests, "too_many", "slow down").WithReason(ReasonCap)
+	later := base.WithMessage("slow down: 3 s").WithRetryAfter(3 * time.Second)
+	if !errors.Is(fmt.Errorf("admit: %w", later), base) {
+		t.Fatal("a copy with another message and Retry-After does not match its base")
+	}
+	if errors.Is(later, ErrShuttingDown) || errors.Is(errors.New("too_many: slow down"), base) {
+		t.Fatal("a refusal matched another name, or a plain error matched a refusal")
+	}
+	if base.Message() != "slow down" || base.RetryAfter() != 0 || base.Reason() != ReasonCap || base.Status() != http.StatusTooManyRequests {
+		t.Fatalf("the base changed: %v retry %v reason %q", base, base.RetryAfter(), base.Reason())
+	}
+	if later.Reason() != ReasonCap || later.Name() != "too_many" || later.RetryAfter() != 3*time.Second {
+		t.Fatalf("the copy lost its fields: %v retry %v reason %q", later, later.RetryAfter(), later.Reason())
 	}
 }

@@ -34,5 +34,5 @@ func ReasonFor(err error) string {
 	if !errors.As(err, &r) {
 		return ""
 	}
-	return r.Reason
+	return r.Reason()
 }

@@ -18,8 +18,8 @@ type OpenAIError struct {
 
 // OpenAIErrorOf is r in OpenAI's shape; param names the request field at fault ("" for none: null).
 func OpenAIErrorOf(r *Refusal, param string) OpenAIError {
-	e := OpenAIError{Message: r.Message, Type: "invalid_request_error", Code: r.Name}
-	if r.Status >= 500 {
+	e := OpenAIError{Message: r.Message(), Type: "invalid_request_error", Code: r.Name()}
+	if r.Status() >= 500 {
 		e.Type = "server_error"
 	}
 	if param != "" {
@@ -35,7 +35,7 @@ func WriteOpenAIError(w http.ResponseWriter, err error, param string) {
 	r := AsRefusal(err)
 	WriteHeaders(w, r)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(r.Status)
+	w.WriteHeader(r.Status())
 	json.NewEncoder(w).Encode(struct {
 		Error OpenAIError `json:"error"`
 	}{OpenAIErrorOf(r, param)})

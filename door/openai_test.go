@@ -10,7 +10,7 @@ import (
 )
 
 func TestWriteOpenAIError(t *testing.T) {
-	busy := &Refusal{Status: http.StatusTooManyRequests, Name: "busy", Message: "later", RetryAfter: 1500 * time.Millisecond}
+	busy := NewRefusal(http.StatusTooManyRequests, "busy", "later").WithRetryAfter(1500 * time.Millisecond)
 	tests := map[string]struct {
 		err        error
 		param      string
@@ -20,7 +20,7 @@ func TestWriteOpenAIError(t *testing.T) {
 	}{
 		"refusal with a param": {busy, "input", 429,
 			`{"error":{"message":"later","type":"invalid_request_error","param":"input","code":"busy"}}`, "2"},
-		"server side": {&Refusal{Status: 503, Name: "down", Message: "m"}, "", 503,
+		"server side": {NewRefusal(503, "down", "m"), "", 503,
 			`{"error":{"message":"m","type":"server_error","param":null,"code":"down"}}`, ""},
 		"not a refusal": {errors.New("boom"), "", 500,
 			`{"error":{"message":"the server failed this request; see its log","type":"server_error","param":null,"code":"internal_error"}}`, ""},

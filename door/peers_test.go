@@ -19,7 +19,7 @@ func (p *fakePeers) Forward(w http.ResponseWriter, r *http.Request, node string)
 }
 
 func TestForwarded(t *testing.T) {
-	gone := &Refusal{Status: http.StatusNotFound, Name: "thing_not_found", Message: "no such thing"}
+	gone := NewRefusal(http.StatusNotFound, "thing_not_found", "no such thing")
 	tests := map[string]struct {
 		id        string
 		again     bool // the request carries ForwardedHeader

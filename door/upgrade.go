@@ -12,8 +12,8 @@ import (
 // ErrNotUpgrade refuses a request on a socket route that is not a WebSocket handshake (a plain
 // GET or HEAD: a link previewer, a crawler, a health probe pointed at the wrong path). It is
 // answered before admission, so such a request never spends a ticket or holds a slot.
-var ErrNotUpgrade = &Refusal{Status: http.StatusUpgradeRequired, Name: "websocket_upgrade_required",
-	Message: "this route is a WebSocket: open it with a WebSocket handshake (GET, Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13)"}
+var ErrNotUpgrade = NewRefusal(http.StatusUpgradeRequired, "websocket_upgrade_required",
+	"this route is a WebSocket: open it with a WebSocket handshake (GET, Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13)")
 
 // IsUpgrade reports whether r is a WebSocket opening handshake that websocket.Accept will take:
 // the same request checks, made before anything is spent.

@@ -15,8 +15,8 @@ var (
 	// refuseQuota: the principal's daily seconds are used up (429).
 	refuseQuota = door.NewRefusal(http.StatusTooManyRequests, "quota_exceeded", "this principal's daily seconds are used up")
 	// refuseStoreDown: the store cannot be read and the principal's balance is not known (503).
-	refuseStoreDown = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "meter_store_unavailable", RetryAfter: time.Second,
-		Message: "the usage store is unavailable and this principal's balance is not known; retry shortly"}
+	refuseStoreDown = door.NewRefusal(http.StatusServiceUnavailable, "meter_store_unavailable",
+		"the usage store is unavailable and this principal's balance is not known; retry shortly").WithRetryAfter(time.Second)
 )
 
 // Admit is the quota check a door asks before it opens a conversation for principal, answered

@@ -39,14 +39,14 @@ func TestAdmit(t *testing.T) {
 	}
 	m.Add("ann", "", DoorConversation, 6, 4)
 	var r *door.Refusal
-	if err := m.Admit(ctx, "ann"); !errors.As(err, &r) || r.Status != http.StatusTooManyRequests || r.Name != "quota_exceeded" {
+	if err := m.Admit(ctx, "ann"); !errors.As(err, &r) || r.Status() != http.StatusTooManyRequests || r.Name() != "quota_exceeded" {
 		t.Fatalf("Admit at 10/10 = %v, want 429 quota_exceeded", err)
 	}
 
 	down := New(readFails{openSQLite(t), ErrStoreDown}, Config{QuotaSecondsPerDay: 10, Now: clock, Log: log})
 	defer down.Close(ctx)
 	err := down.Admit(ctx, "bob")
-	if !errors.As(err, &r) || r.Status != http.StatusServiceUnavailable || r.Name != "meter_store_unavailable" || r.RetryAfter != time.Second {
+	if !errors.As(err, &r) || r.Status() != http.StatusServiceUnavailable || r.Name() != "meter_store_unavailable" || r.RetryAfter() != time.Second {
 		t.Fatalf("Admit while the store is away = %v, want 503 meter_store_unavailable, Retry-After 1s", err)
 	}
 	if !strings.Contains(logs.String(), "quota unknown") || !strings.Contains(logs.String(), "subject=bob") {

@@ -17,14 +17,14 @@ import (
 
 // Refusals of the signalling routes, by name.
 var (
-	ErrRefusedBody = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_offer",
-		Message: "the body must be an SDP offer (Content-Type: application/sdp) or multipart/form-data with an sdp part and an optional session part (a JSON object)"}
-	ErrRefusedOffer = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_offer",
-		Message: "the SDP offer could not be answered: it needs an audio m-line offering Opus (opus/48000/2)"}
-	ErrCallNotFound = &door.Refusal{Status: http.StatusNotFound, Name: "call_not_found",
-		Message: "no call with this id is running"}
-	ErrAnswerFailed = &door.Refusal{Status: http.StatusInternalServerError, Name: "call_failed",
-		Message: "the server could not set up the call; see its log"}
+	ErrRefusedBody = door.NewRefusal(http.StatusBadRequest, "invalid_offer",
+		"the body must be an SDP offer (Content-Type: application/sdp) or multipart/form-data with an sdp part and an optional session part (a JSON object)")
+	ErrRefusedOffer = door.NewRefusal(http.StatusBadRequest, "invalid_offer",
+		"the SDP offer could not be answered: it needs an audio m-line offering Opus (opus/48000/2)")
+	ErrCallNotFound = door.NewRefusal(http.StatusNotFound, "call_not_found",
+		"no call with this id is running")
+	ErrAnswerFailed = door.NewRefusal(http.StatusInternalServerError, "call_failed",
+		"the server could not set up the call; see its log")
 )
 
 // answerTimeout bounds answering an offer (ICE gathering on this host's interfaces).
@@ -70,7 +70,7 @@ func (s *Signal) serve(w http.ResponseWriter, r *http.Request, d wire.Dialect) {
 	offer, sess, err := ParseCallBody(r.Header.Get("Content-Type"), r.Body)
 	if err != nil {
 		release()
-		s.Sessions.Refuse(w, door.Refuse(ErrRefusedBody, ErrRefusedBody.Message+" ("+strings.TrimPrefix(err.Error(), "rtc: ")+")"))
+		s.Sessions.Refuse(w, door.Refuse(ErrRefusedBody, ErrRefusedBody.Message()+" ("+strings.TrimPrefix(err.Error(), "rtc: ")+")"))
 		return
 	}
 	if err := ValidateOffer(offer); err != nil {

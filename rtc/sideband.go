@@ -18,8 +18,8 @@ import (
 const sidebandQueue = 256
 
 // ErrTooManySidebands refuses a sideband socket on a call that MaxSidebands already watch.
-var ErrTooManySidebands = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_sidebands",
-	Message: fmt.Sprintf("this call already has %d sideband sockets, the most it takes; close one first", MaxSidebands)}
+var ErrTooManySidebands = door.NewRefusal(http.StatusTooManyRequests, "too_many_sidebands",
+	fmt.Sprintf("this call already has %d sideband sockets, the most it takes; close one first", MaxSidebands))
 
 // errSidebandSlow is why a sideband socket that stopped reading is closed (1008): an event found
 // its writer's queue full.

@@ -47,7 +47,7 @@ func FuzzAuthenticate(f *testing.F) {
 			return
 		}
 		var ref *door.Refusal
-		if !errors.As(err, &ref) || ref.Name == "" || ref.Message == "" || ref.Status < 400 {
+		if !errors.As(err, &ref) || ref.Name() == "" || ref.Message() == "" || ref.Status() < 400 {
 			t.Fatalf("ticket %q protocols %q authorization %q: %v is not a named refusal", ticket, protocols, authorization, err)
 		}
 	})

@@ -35,10 +35,10 @@ const (
 
 // Refusals of the minting routes.
 var (
-	ErrMintBodyTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "request_too_large",
-		Message: fmt.Sprintf("a ticket's request body may be at most %d KiB (a session object: instructions and tools)", MaxMintBody>>10)}
-	ErrMintRate = &door.Refusal{Status: http.StatusTooManyRequests, Name: "ticket_rate_exceeded",
-		Message: "this principal asks for tickets faster than it may (--ticket-mint-rate); retry shortly", RetryAfter: time.Second}
+	ErrMintBodyTooLarge = door.NewRefusal(http.StatusRequestEntityTooLarge, "request_too_large",
+		fmt.Sprintf("a ticket's request body may be at most %d KiB (a session object: instructions and tools)", MaxMintBody>>10))
+	ErrMintRate = door.NewRefusal(http.StatusTooManyRequests, "ticket_rate_exceeded",
+		"this principal asks for tickets faster than it may (--ticket-mint-rate); retry shortly").WithRetryAfter(time.Second)
 )
 
 // minter verifies a minting request's principal and spends its allowance, before the body is
@@ -51,9 +51,7 @@ func (s *Server) minter(r *http.Request) (Principal, error) {
 		return Principal{}, err
 	}
 	if wait, ok := s.mints.take(p.Subject, 1, s.cfg.Now()); !ok {
-		ref := *ErrMintRate
-		ref.RetryAfter = max(wait, time.Second)
-		return Principal{}, &ref
+		return Principal{}, ErrMintRate.WithRetryAfter(max(wait, time.Second))
 	}
 	if admit := s.cfg.Engines.Admit; admit != nil {
 		if err := admit(r.Context(), p); err != nil {
@@ -132,7 +130,7 @@ func CheckSession(raw json.RawMessage, d wire.Dialect) error {
 // writeMintError answers a minting request's failure; only the server's own (a store away, a
 // bug) are logged at ERROR: what the client caused is its answer.
 func (s *Server) writeMintError(w http.ResponseWriter, err error) {
-	if door.AsRefusal(err).Status >= 500 {
+	if door.AsRefusal(err).Status() >= 500 {
 		s.log.Error("mint ticket", "err", err)
 	}
 	writeRefusal(w, err)

@@ -169,7 +169,7 @@ func TestTicketStoreCapAndPeek(t *testing.T) {
 	}
 	err := s.Put(ctx, c, alice, 30*time.Second, 2)
 	var ref *door.Refusal
-	if !errors.As(err, &ref) || ref.Name != "too_many_tickets" || ref.RetryAfter != 20*time.Second {
+	if !errors.As(err, &ref) || ref.Name() != "too_many_tickets" || ref.RetryAfter() != 20*time.Second {
 		t.Fatalf("third Put: %v, want too_many_tickets after 20 s", err)
 	}
 	if err := s.Put(ctx, c, Grant{Principal: Principal{Subject: "bob"}}, 30*time.Second, 2); err != nil {

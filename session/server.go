@@ -399,7 +399,7 @@ func writeRefusal(w http.ResponseWriter, err error) {
 	ref := door.AsRefusal(err)
 	door.WriteHeaders(w, ref)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(ref.Status)
+	w.WriteHeader(ref.Status())
 	json.NewEncoder(w).Encode(struct {
 		door.ErrorFrame
 		Error door.OpenAIError `json:"error"`
@@ -538,11 +538,11 @@ func (s *Server) admit(r *http.Request, look func(context.Context, string) (Gran
 // withReason gives a refusal that names no reason of its own the reason of the step that refused
 // (an engine's readiness, a ticket store's failure); anything else becomes internal_error there.
 func withReason(err error, reason string) error {
-	r := *door.AsRefusal(err)
-	if r.Reason == "" {
-		r.Reason = reason
+	r := door.AsRefusal(err)
+	if r.Reason() == "" {
+		return r.WithReason(reason)
 	}
-	return &r
+	return r
 }
 
 // authenticate finds the credential (query ticket, subprotocol key, bearer) and checks it: a

@@ -49,15 +49,12 @@ type TicketStore interface {
 }
 
 // ErrTooManyTickets refuses a mint while the principal holds its --max-tickets-per-principal.
-var ErrTooManyTickets = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_tickets",
-	Message:    "this principal holds as many unused tickets as it may (--max-tickets-per-principal): use one, or retry once one expires",
-	RetryAfter: time.Second}
+var ErrTooManyTickets = door.NewRefusal(http.StatusTooManyRequests, "too_many_tickets",
+	"this principal holds as many unused tickets as it may (--max-tickets-per-principal): use one, or retry once one expires").WithRetryAfter(time.Second)
 
 // tooManyTickets is ErrTooManyTickets with the wait until the principal's first ticket expires.
 func tooManyTickets(wait time.Duration) error {
-	r := *ErrTooManyTickets
-	r.RetryAfter = max(wait, time.Second)
-	return &r
+	return ErrTooManyTickets.WithRetryAfter(max(wait, time.Second))
 }
 
 // NewTicket returns "ek_" + 256 random bits, base64url without padding.

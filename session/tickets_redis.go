@@ -17,8 +17,8 @@ import (
 
 // ErrTicketStoreDown means the shared ticket store could not be reached: minting and redeeming
 // fail closed by name (503 ticket_store_unavailable); conversations already admitted go on.
-var ErrTicketStoreDown = &door.Refusal{Status: http.StatusServiceUnavailable, Name: "ticket_store_unavailable",
-	Message: "the ticket store is unavailable; retry shortly", RetryAfter: time.Second, Reason: door.ReasonAuth}
+var ErrTicketStoreDown = door.NewRefusal(http.StatusServiceUnavailable, "ticket_store_unavailable",
+	"the ticket store is unavailable; retry shortly").WithRetryAfter(time.Second).WithReason(door.ReasonAuth)
 
 var _ TicketStore = (*RedisTickets)(nil)
 

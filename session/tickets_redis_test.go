@@ -96,7 +96,7 @@ func TestRedisTicketsCapAcrossClients(t *testing.T) {
 	}
 	err := a.Put(ctx, NewTicket(), g, 30*time.Second, 2)
 	var ref *door.Refusal
-	if !errors.As(err, &ref) || ref.Name != "too_many_tickets" || ref.RetryAfter < 28*time.Second || ref.RetryAfter > 30*time.Second {
+	if !errors.As(err, &ref) || ref.Name() != "too_many_tickets" || ref.RetryAfter() < 28*time.Second || ref.RetryAfter() > 30*time.Second {
 		t.Fatalf("a third ticket: %v, want too_many_tickets with the first's 30 s", err)
 	}
 	if err := b.Put(ctx, NewTicket(), Grant{Principal: Principal{Subject: g.Principal.Subject + "-other"}}, 30*time.Second, 2); err != nil {

@@ -15,8 +15,8 @@ import (
 const DefaultMaxSessions = 128
 
 // ErrSessionCap refuses a raw-door socket or request past Config.MaxSessions.
-var ErrSessionCap = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_sessions",
-	Message: "the speech session cap is reached; retry later", RetryAfter: time.Second, Reason: door.ReasonCap}
+var ErrSessionCap = door.NewRefusal(http.StatusTooManyRequests, "too_many_sessions",
+	"the speech session cap is reached; retry later").WithRetryAfter(time.Second).WithReason(door.ReasonCap)
 
 // Config says how the speech doors serve. Zero values mean the documented defaults.
 type Config struct {

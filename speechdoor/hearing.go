@@ -11,12 +11,12 @@ import (
 
 // Refusals of the speech-to-text doors, by name.
 var (
-	ErrOddLengthPCM = &door.Refusal{Status: http.StatusBadRequest, Name: "odd_length_pcm",
-		Message: "PCM16 audio must be an even number of bytes (16-bit little-endian samples); the frame was refused, earlier audio is kept"}
-	ErrFrameTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "frame_too_large",
-		Message: "a frame may carry at most 4 MiB; the frame was refused, earlier audio is kept"}
-	ErrTranscriptionFailed = &door.Refusal{Status: http.StatusInternalServerError, Name: "transcription_failed",
-		Message: "the transcription model failed on this audio; see the server log"}
+	ErrOddLengthPCM = door.NewRefusal(http.StatusBadRequest, "odd_length_pcm",
+		"PCM16 audio must be an even number of bytes (16-bit little-endian samples); the frame was refused, earlier audio is kept")
+	ErrFrameTooLarge = door.NewRefusal(http.StatusRequestEntityTooLarge, "frame_too_large",
+		"a frame may carry at most 4 MiB; the frame was refused, earlier audio is kept")
+	ErrTranscriptionFailed = door.NewRefusal(http.StatusInternalServerError, "transcription_failed",
+		"the transcription model failed on this audio; see the server log")
 )
 
 // hearingRoutes claims the speech-to-text doors; routes calls it.

@@ -88,8 +88,8 @@ func (s *Doors) Guard(next http.Handler) http.Handler {
 }
 
 // ErrNotImplemented answers a speech route whose door is not built into this binary.
-var ErrNotImplemented = &door.Refusal{Status: http.StatusNotImplemented, Name: "not_implemented",
-	Message: "this door is not built into this voiced binary"}
+var ErrNotImplemented = door.NewRefusal(http.StatusNotImplemented, "not_implemented",
+	"this door is not built into this voiced binary")
 
 func notImplemented(pattern string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -35,8 +35,8 @@ const (
 )
 
 // ErrInvalidSplitChars refuses a split_chars outside 0..MaxSplitChars.
-var ErrInvalidSplitChars = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_split_chars",
-	Message: fmt.Sprintf("split_chars must be 0 (the default, %d) to %d", DefaultSplitChars, MaxSplitChars)}
+var ErrInvalidSplitChars = door.NewRefusal(http.StatusBadRequest, "invalid_split_chars",
+	fmt.Sprintf("split_chars must be 0 (the default, %d) to %d", DefaultSplitChars, MaxSplitChars))
 
 // SpeakFormat is the audio the stream door sends: headerless PCM16LE mono 24 kHz.
 const SpeakFormat = "audio/L16; rate=24000; channels=1"
@@ -235,7 +235,7 @@ func (s *speakSession) read(ctx context.Context) {
 		if err != nil {
 			if tooLarge {
 				s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
-				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name)
+				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name())
 			}
 			return
 		}
@@ -502,7 +502,7 @@ func (s *speakSession) poke() { s.idle.poke() }
 func (s *speakSession) watchIdle(ctx context.Context, stop <-chan struct{}) {
 	s.idle.run(ctx, stop, func() bool {
 		s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
-		s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
+		s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name())
 		return true
 	})
 }

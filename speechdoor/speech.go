@@ -24,12 +24,12 @@ var OpenAIVoices = []string{"alloy", "ash", "ballad", "cedar", "coral", "echo", 
 const speechBodyLimit = ttsFrameLimit + 64<<10
 
 // ErrUnsupportedFormat refuses a response_format other than wav or pcm.
-var ErrUnsupportedFormat = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
-	Message: "response_format must be wav or pcm (PCM16LE mono 24 kHz); mp3, opus, aac and flac are not served"}
+var ErrUnsupportedFormat = door.NewRefusal(http.StatusBadRequest, "unsupported_response_format",
+	"response_format must be wav or pcm (PCM16LE mono 24 kHz); mp3, opus, aac and flac are not served")
 
 // ErrInvalidRequestBody refuses a body that is not the JSON object the route takes.
-var ErrInvalidRequestBody = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_request_body",
-	Message: `the body must be a JSON object: {"input": "…", "voice": "…", "speed": 1.0, "response_format": "wav"|"pcm"}`}
+var ErrInvalidRequestBody = door.NewRefusal(http.StatusBadRequest, "invalid_request_body",
+	`the body must be a JSON object: {"input": "…", "voice": "…", "speed": 1.0, "response_format": "wav"|"pcm"}`)
 
 // SpeechDoor serves POST /v1/audio/speech, OpenAI-compatible: input, voice, speed,
 // response_format (wav, the default here, or pcm). model and instructions are accepted and

@@ -48,24 +48,24 @@ const (
 // {"type":"error","name":…,"message":…} and the socket stays open unless said otherwise; before an
 // upgrade or over HTTP they carry the status.
 var (
-	ErrVoiceNotMounted = &door.Refusal{Status: http.StatusBadRequest, Name: "voice_not_mounted",
-		Message: "that voice is not mounted"}
-	ErrSpeedOutOfRange = &door.Refusal{Status: http.StatusBadRequest, Name: "speed_out_of_range",
-		Message: fmt.Sprintf("speed must be a number from %g to %g", kokoro.MinSpeed, kokoro.MaxSpeed)}
-	ErrEmptyText = &door.Refusal{Status: http.StatusBadRequest, Name: "empty_text",
-		Message: "the text has nothing to say (empty, or only punctuation, emoji or symbols)"}
-	ErrTextTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "text_too_large",
-		Message: "text may be at most 4 MiB; it was refused, the socket stays open"}
-	ErrBinaryRefused = &door.Refusal{Status: http.StatusBadRequest, Name: "binary_not_accepted",
-		Message: "this door takes text only; audio only ever travels outward on it"}
-	ErrMalformedJSON = &door.Refusal{Status: http.StatusBadRequest, Name: "malformed_json",
-		Message: "the frame is not a JSON object; the socket stays open"}
-	ErrUnknownSpeakMessage = &door.Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
-		Message: "message types are start, text, flush, cancel and end"}
-	ErrIdleTimeout = &door.Refusal{Status: http.StatusRequestTimeout, Name: "idle_timeout",
-		Message: "nothing was sent or spoken for too long; the socket is closed"}
-	ErrSynthesisFailed = &door.Refusal{Status: http.StatusInternalServerError, Name: "synthesis_failed",
-		Message: "the synthesis model failed on this text; see the server log"}
+	ErrVoiceNotMounted = door.NewRefusal(http.StatusBadRequest, "voice_not_mounted",
+		"that voice is not mounted")
+	ErrSpeedOutOfRange = door.NewRefusal(http.StatusBadRequest, "speed_out_of_range",
+		fmt.Sprintf("speed must be a number from %g to %g", kokoro.MinSpeed, kokoro.MaxSpeed))
+	ErrEmptyText = door.NewRefusal(http.StatusBadRequest, "empty_text",
+		"the text has nothing to say (empty, or only punctuation, emoji or symbols)")
+	ErrTextTooLarge = door.NewRefusal(http.StatusRequestEntityTooLarge, "text_too_large",
+		"text may be at most 4 MiB; it was refused, the socket stays open")
+	ErrBinaryRefused = door.NewRefusal(http.StatusBadRequest, "binary_not_accepted",
+		"this door takes text only; audio only ever travels outward on it")
+	ErrMalformedJSON = door.NewRefusal(http.StatusBadRequest, "malformed_json",
+		"the frame is not a JSON object; the socket stays open")
+	ErrUnknownSpeakMessage = door.NewRefusal(http.StatusBadRequest, "unknown_message",
+		"message types are start, text, flush, cancel and end")
+	ErrIdleTimeout = door.NewRefusal(http.StatusRequestTimeout, "idle_timeout",
+		"nothing was sent or spoken for too long; the socket is closed")
+	ErrSynthesisFailed = door.NewRefusal(http.StatusInternalServerError, "synthesis_failed",
+		"the synthesis model failed on this text; see the server log")
 )
 
 // speakingRoutes claims the text-to-speech routes; routes() calls it.
@@ -363,7 +363,7 @@ func (s *synthSession) closeIdle(ctx context.Context) bool {
 	s.idled = true
 	s.mu.Unlock()
 	s.w.json(ctx, 0, door.Frame(ErrIdleTimeout))
-	s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name)
+	s.w.closeWith(ctx, websocket.StatusPolicyViolation, ErrIdleTimeout.Name())
 	return true
 }
 
@@ -385,7 +385,7 @@ func (s *synthSession) run(ctx context.Context, draining <-chan struct{}, ready 
 		if err != nil {
 			if tooLarge {
 				s.w.json(ctx, 0, door.Frame(ErrTextTooLarge))
-				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name)
+				s.w.closeWith(ctx, websocket.StatusMessageTooBig, ErrTextTooLarge.Name())
 			}
 			break
 		}

@@ -18,9 +18,8 @@ const DefaultTextBudget = 64 << 20
 
 // ErrTextBudgetFull refuses text that would take the node past its text budget. In a socket the
 // text is dropped and the socket stays open; over HTTP it is 429 with Retry-After.
-var ErrTextBudgetFull = &door.Refusal{Status: http.StatusTooManyRequests, Name: "text_budget_full",
-	Message:    "this node holds as much text to speak as it takes at once; this text was not taken, retry it shortly",
-	RetryAfter: time.Second}
+var ErrTextBudgetFull = door.NewRefusal(http.StatusTooManyRequests, "text_budget_full",
+	"this node holds as much text to speak as it takes at once; this text was not taken, retry it shortly").WithRetryAfter(time.Second)
 
 // textBudget is the node's byte budget of client text held by the speaking doors. Each holder
 // gives back exactly what it took.

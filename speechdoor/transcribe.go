@@ -34,12 +34,12 @@ const (
 
 // Refusals of WS /v1/transcribe, by name.
 var (
-	ErrUnknownMessage = &door.Refusal{Status: http.StatusBadRequest, Name: "unknown_message",
-		Message: `the only text frame this door reads is {"type":"end"}; audio goes in binary frames (PCM16LE, mono, 16 kHz)`}
-	ErrUnmaskedFrame = &door.Refusal{Status: http.StatusBadRequest, Name: "unmasked_frame",
-		Message: "a client must mask every frame it sends (RFC 6455 §5.1); the socket is closed"}
-	ErrProtocol = &door.Refusal{Status: http.StatusBadRequest, Name: "protocol_error",
-		Message: "the WebSocket framing is broken; the socket is closed"}
+	ErrUnknownMessage = door.NewRefusal(http.StatusBadRequest, "unknown_message",
+		`the only text frame this door reads is {"type":"end"}; audio goes in binary frames (PCM16LE, mono, 16 kHz)`)
+	ErrUnmaskedFrame = door.NewRefusal(http.StatusBadRequest, "unmasked_frame",
+		"a client must mask every frame it sends (RFC 6455 §5.1); the socket is closed")
+	ErrProtocol = door.NewRefusal(http.StatusBadRequest, "protocol_error",
+		"the WebSocket framing is broken; the socket is closed")
 )
 
 // transcriber is what the speech-to-text doors need of Whisper (*whisper.Engine).
@@ -272,7 +272,7 @@ func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, str
 			continue
 		case errors.Is(err, door.ErrFrameOverDrain):
 			s.send(ctx, door.Frame(ErrFrameTooLarge))
-			return websocket.StatusMessageTooBig, ErrFrameTooLarge.Name
+			return websocket.StatusMessageTooBig, ErrFrameTooLarge.Name()
 		case err != nil:
 			return s.readFailed(ctx, err)
 		}
@@ -315,7 +315,7 @@ func (s *transcribeSession) readFailed(ctx context.Context, err error) (websocke
 		refusal = ErrUnmaskedFrame
 	}
 	s.send(ctx, door.Frame(refusal))
-	return websocket.StatusProtocolError, refusal.Name
+	return websocket.StatusProtocolError, refusal.Name()
 }
 
 // take appends audio to the open segment, ending it at the segment limit and asking for a
@@ -463,7 +463,7 @@ func (s *transcribeSession) closeIdle(ctx context.Context) bool {
 		return true
 	}
 	s.send(ctx, door.Frame(ErrIdleTimeout))
-	s.send(ctx, closeFrame{code: websocket.StatusPolicyViolation, reason: ErrIdleTimeout.Name})
+	s.send(ctx, closeFrame{code: websocket.StatusPolicyViolation, reason: ErrIdleTimeout.Name()})
 	return true
 }
 
@@ -474,7 +474,7 @@ func (s *transcribeSession) drain(ctx context.Context) {
 	if !ok || !s.sendFinal(ctx, *j) {
 		return
 	}
-	s.send(ctx, closeFrame{code: websocket.StatusGoingAway, reason: door.ErrShuttingDown.Name})
+	s.send(ctx, closeFrame{code: websocket.StatusGoingAway, reason: door.ErrShuttingDown.Name()})
 }
 
 // decode is the session's decoder: finals first and in order, then the newest partial.

@@ -56,25 +56,25 @@ const (
 
 // Refusals of /v1/audio/transcript, by name.
 var (
-	ErrTranscriptNotFound = &door.Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
-		Message: "no open transcript has this id: open one with POST /v1/audio/transcript"}
+	ErrTranscriptNotFound = door.NewRefusal(http.StatusNotFound, "transcript_not_found",
+		"no open transcript has this id: open one with POST /v1/audio/transcript")
 	// ErrTranscriptNodeGone: the node that held the transcript is gone (it was stopped or died).
-	ErrTranscriptNodeGone = &door.Refusal{Status: http.StatusNotFound, Name: "transcript_not_found",
-		Message: "the node that held this transcript is gone, and its audio with it: open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptClosed = &door.Refusal{Status: http.StatusConflict, Name: "transcript_closed",
-		Message: "this transcript was closed (DELETE); open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptExpired = &door.Refusal{Status: http.StatusGone, Name: "transcript_expired",
-		Message: "this transcript was idle too long and was closed; open a new one with POST /v1/audio/transcript"}
-	ErrTranscriptLimit = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "transcript_limit_reached",
-		Message: "a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken"}
-	ErrTooManyTranscripts = &door.Refusal{Status: http.StatusTooManyRequests, Name: "too_many_transcripts",
-		Message: "this node has as many transcripts open as it holds; close one (DELETE) or retry later", RetryAfter: time.Second, Reason: door.ReasonCap}
-	ErrTranscriptBusy = &door.Refusal{Status: http.StatusConflict, Name: "transcript_busy",
-		Message: "another push to this transcript is still being taken: push one at a time, each after the last one's answer; this push was not taken"}
-	ErrTranscriptPushesFull = &door.Refusal{Status: http.StatusTooManyRequests, Name: "transcript_pushes_full",
-		Message: "this node is taking as much pushed audio as it holds at once; this push was not taken, retry it", RetryAfter: time.Second, Reason: door.ReasonCap}
-	ErrTranscriptBehind = &door.Refusal{Status: http.StatusTooManyRequests, Name: "transcript_behind",
-		Message: "the decoder is behind this transcript's audio: push at most in real time; this push was not taken, retry it", RetryAfter: time.Second}
+	ErrTranscriptNodeGone = door.NewRefusal(http.StatusNotFound, "transcript_not_found",
+		"the node that held this transcript is gone, and its audio with it: open a new one with POST /v1/audio/transcript")
+	ErrTranscriptClosed = door.NewRefusal(http.StatusConflict, "transcript_closed",
+		"this transcript was closed (DELETE); open a new one with POST /v1/audio/transcript")
+	ErrTranscriptExpired = door.NewRefusal(http.StatusGone, "transcript_expired",
+		"this transcript was idle too long and was closed; open a new one with POST /v1/audio/transcript")
+	ErrTranscriptLimit = door.NewRefusal(http.StatusRequestEntityTooLarge, "transcript_limit_reached",
+		"a transcript holds at most 600 s of audio: DELETE it for its text and open a new one; this push was not taken")
+	ErrTooManyTranscripts = door.NewRefusal(http.StatusTooManyRequests, "too_many_transcripts",
+		"this node has as many transcripts open as it holds; close one (DELETE) or retry later").WithRetryAfter(time.Second).WithReason(door.ReasonCap)
+	ErrTranscriptBusy = door.NewRefusal(http.StatusConflict, "transcript_busy",
+		"another push to this transcript is still being taken: push one at a time, each after the last one's answer; this push was not taken")
+	ErrTranscriptPushesFull = door.NewRefusal(http.StatusTooManyRequests, "transcript_pushes_full",
+		"this node is taking as much pushed audio as it holds at once; this push was not taken, retry it").WithRetryAfter(time.Second).WithReason(door.ReasonCap)
+	ErrTranscriptBehind = door.NewRefusal(http.StatusTooManyRequests, "transcript_behind",
+		"the decoder is behind this transcript's audio: push at most in real time; this push was not taken, retry it").WithRetryAfter(time.Second)
 )
 
 // TranscriptDoor serves the half-duplex streaming transcript (reference/001):

@@ -22,22 +22,22 @@ const MaxUploadBytes = 64 << 20
 
 // Refusals of POST /v1/audio/transcriptions, by name (shown in OpenAI's error shape).
 var (
-	ErrMissingFile = &door.Refusal{Status: http.StatusBadRequest, Name: "missing_file",
-		Message: "send the audio as the multipart/form-data field 'file' (WAV, or raw PCM16LE mono 16 kHz)"}
-	ErrEmptyUpload = &door.Refusal{Status: http.StatusBadRequest, Name: "empty_upload",
-		Message: "the uploaded file holds no audio"}
-	ErrBrokenWAV = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_wav",
-		Message: "the WAV file's header is broken or its data is truncated"}
-	ErrUnsupportedEncoding = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_encoding",
-		Message: "the WAV file's encoding is not supported: send 8/16/24/32-bit PCM or 32-bit float WAV, or raw PCM16LE mono 16 kHz"}
-	ErrUnsupportedRate = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_sample_rate",
-		Message: "the WAV file's sample rate is not supported"}
-	ErrResponseFormat = &door.Refusal{Status: http.StatusBadRequest, Name: "unsupported_response_format",
-		Message: "response_format must be json, text, verbose_json, srt or vtt"}
-	ErrUploadTooLarge = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "upload_too_large",
-		Message: fmt.Sprintf("the upload is over %d MiB", MaxUploadBytes>>20)}
-	ErrBadForm = &door.Refusal{Status: http.StatusBadRequest, Name: "invalid_form",
-		Message: "the body must be multipart/form-data with a 'file' field"}
+	ErrMissingFile = door.NewRefusal(http.StatusBadRequest, "missing_file",
+		"send the audio as the multipart/form-data field 'file' (WAV, or raw PCM16LE mono 16 kHz)")
+	ErrEmptyUpload = door.NewRefusal(http.StatusBadRequest, "empty_upload",
+		"the uploaded file holds no audio")
+	ErrBrokenWAV = door.NewRefusal(http.StatusBadRequest, "invalid_wav",
+		"the WAV file's header is broken or its data is truncated")
+	ErrUnsupportedEncoding = door.NewRefusal(http.StatusBadRequest, "unsupported_encoding",
+		"the WAV file's encoding is not supported: send 8/16/24/32-bit PCM or 32-bit float WAV, or raw PCM16LE mono 16 kHz")
+	ErrUnsupportedRate = door.NewRefusal(http.StatusBadRequest, "unsupported_sample_rate",
+		"the WAV file's sample rate is not supported")
+	ErrResponseFormat = door.NewRefusal(http.StatusBadRequest, "unsupported_response_format",
+		"response_format must be json, text, verbose_json, srt or vtt")
+	ErrUploadTooLarge = door.NewRefusal(http.StatusRequestEntityTooLarge, "upload_too_large",
+		fmt.Sprintf("the upload is over %d MiB", MaxUploadBytes>>20))
+	ErrBadForm = door.NewRefusal(http.StatusBadRequest, "invalid_form",
+		"the body must be multipart/form-data with a 'file' field")
 )
 
 // TranscriptionsDoor serves POST /v1/audio/transcriptions, OpenAI-compatible. The multipart
@@ -182,8 +182,8 @@ const (
 const MaxUploadSeconds = 3600
 
 // ErrAudioTooLong refuses an upload holding more than MaxUploadSeconds of audio.
-var ErrAudioTooLong = &door.Refusal{Status: http.StatusRequestEntityTooLarge, Name: "audio_too_long",
-	Message: fmt.Sprintf("an upload may hold at most %d s of audio; split it", MaxUploadSeconds)}
+var ErrAudioTooLong = door.NewRefusal(http.StatusRequestEntityTooLarge, "audio_too_long",
+	fmt.Sprintf("an upload may hold at most %d s of audio; split it", MaxUploadSeconds))
 
 // upload is the form as read: the file (in memory or spooled to disk) and response_format.
 type upload struct {
@@ -330,11 +330,11 @@ func openUpload(r io.Reader, size int64) (*uploadAudio, *door.Refusal) {
 	case errors.Is(err, audio.ErrWAVEmpty):
 		return nil, ErrEmptyUpload
 	case errors.Is(err, audio.ErrWAVEncoding):
-		return nil, door.Refuse(ErrUnsupportedEncoding, ErrUnsupportedEncoding.Message+" ("+err.Error()+")")
+		return nil, door.Refuse(ErrUnsupportedEncoding, ErrUnsupportedEncoding.Message()+" ("+err.Error()+")")
 	case errors.Is(err, audio.ErrRate):
-		return nil, door.Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message+" ("+err.Error()+")")
+		return nil, door.Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message()+" ("+err.Error()+")")
 	case err != nil:
-		return nil, door.Refuse(ErrBrokenWAV, ErrBrokenWAV.Message+" ("+err.Error()+")")
+		return nil, door.Refuse(ErrBrokenWAV, ErrBrokenWAV.Message()+" ("+err.Error()+")")
 	}
 	if secs := float64(st.Frames()) / float64(st.Rate()); secs > MaxUploadSeconds {
 		return nil, tooLong(secs)
@@ -343,7 +343,7 @@ func openUpload(r io.Reader, size int64) (*uploadAudio, *door.Refusal) {
 	if st.Rate() != audio.WhisperSampleRate {
 		u.rs, err = audio.NewResampler(st.Rate(), audio.WhisperSampleRate) // OpenWAV refused rates out of range
 		if err != nil {
-			return nil, door.Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message+" ("+err.Error()+")")
+			return nil, door.Refuse(ErrUnsupportedRate, ErrUnsupportedRate.Message()+" ("+err.Error()+")")
 		}
 	}
 	return u, nil
@@ -384,7 +384,7 @@ func (u *uploadAudio) next() ([]float32, error) {
 // writeOpenAIError writes err in OpenAI's shape; a missing or empty upload names the file field.
 func writeOpenAIError(w http.ResponseWriter, err error) {
 	param := ""
-	if r := door.AsRefusal(err); r.Name == ErrMissingFile.Name || r.Name == ErrEmptyUpload.Name {
+	if errors.Is(err, ErrMissingFile) || errors.Is(err, ErrEmptyUpload) {
 		param = "file"
 	}
 	door.WriteOpenAIError(w, err, param)

@@ -247,7 +247,7 @@ func FuzzDecodeUpload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src, refusal := openUpload(bytes.NewReader(data), int64(len(data)))
 		if refusal != nil {
-			if refusal.Name == "" || (refusal.Status != 400 && refusal.Name != "audio_too_long") {
+			if refusal.Name() == "" || (refusal.Status() != 400 && refusal.Name() != "audio_too_long") {
 				t.Fatalf("refusal %+v", refusal)
 			}
 			return
