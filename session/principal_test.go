@@ -18,6 +18,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
+	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/internal/testkit"
 )
 
@@ -165,7 +166,8 @@ func TestVerifierReasons(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalidToken) {
+			var ref *door.Refusal
+			if !errors.As(err, &ref) || !errors.Is(err, ErrInvalidToken) {
 				t.Fatalf("err %v, want %s", err, ErrInvalidToken.Name())
 			}
 			if want := "the principal token did not verify: " + tc.reason; !strings.HasPrefix(ref.Message(), want) {
