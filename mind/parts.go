@@ -13,8 +13,8 @@ const (
 	PartImage PartType = "image"
 )
 
-// Part is one piece of a message: text, or an image by URL (a data: URL of the bytes, or an
-// http(s) URL the mind's server fetches) with its detail (auto, low, high; "" = the server's).
+// Part is one piece of a message: text, or an image by URL (the session hands on only data: URLs
+// of the bytes) with its detail (auto, low, high; "" = the server's).
 type Part struct {
 	Type     PartType
 	Text     string // PartText

@@ -117,21 +117,16 @@ func errMCPTool(param, id string) *Error {
 		"Invalid '%s': tools of type 'mcp' are not supported by this server; declare the MCP server's tools as function tools and run them in the client.", param)
 }
 
-// checkImagePart validates an input_image's URL (a data URL of an image, or an http(s) URL, as
-// OpenAI accepts) and its detail.
+// checkImagePart validates an input_image: a base64 data URI of a PNG or JPEG, as OpenAI's
+// realtime API takes it (never a URL: the mind's server would fetch what a client names, inside the
+// operator's network), and its detail.
 func checkImagePart(p ContentPart, param, id string) *Error {
-	u := p.ImageURL
-	switch {
-	case strings.HasPrefix(u, "data:"):
-		head, _, ok := strings.Cut(u[len("data:"):], ",")
-		if !ok || !strings.HasPrefix(head, "image/") || !strings.HasSuffix(head, ";base64") {
-			return ErrInvalidValue(param+".image_url", id,
-				"Invalid '%s.image_url': expected a base64 data URL of an image (data:image/png;base64,…).", param)
-		}
-	case strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "http://"):
-	default:
+	head, data, ok := strings.Cut(strings.TrimPrefix(p.ImageURL, "data:"), ",")
+	mime, _ := strings.CutSuffix(head, ";base64")
+	if !strings.HasPrefix(p.ImageURL, "data:") || !ok || !strings.HasSuffix(head, ";base64") ||
+		(mime != "image/png" && mime != "image/jpeg" && mime != "image/jpg") || data == "" {
 		return ErrInvalidValue(param+".image_url", id,
-			"Invalid '%s.image_url': expected a data URL or an http(s) URL, but got '%s'.", param, clip(u))
+			"Invalid '%s.image_url': expected a base64 data URI of a PNG or JPEG image (data:image/png;base64,…), but got '%s'.", param, clip(p.ImageURL))
 	}
 	if p.Detail != "" {
 		return oneOf(param+".detail", id, p.Detail, "auto", "low", "high")

@@ -147,12 +147,12 @@ func TestImagePartChecked(t *testing.T) {
 	item := func(url, detail string) string {
 		return `{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"` + url + `","detail":"` + detail + `"}]}}`
 	}
-	for _, ok := range []string{item("data:image/png;base64,iVBORw0KGgo=", "low"), item("https://example.com/cat.jpg", "auto"), item("data:image/jpeg;base64,/9j/", "")} {
+	for _, ok := range []string{item("data:image/png;base64,iVBORw0KGgo=", "low"), item("data:image/png;base64,AAAA", "auto"), item("data:image/jpeg;base64,/9j/", "")} {
 		if _, err := Decode([]byte(ok), GA); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{item("file:///etc/passwd", ""), item("data:text/plain;base64,aGk=", ""), item("data:image/png,raw", ""), item("https://x/y.png", "ultra")} {
+	for _, bad := range []string{item("file:///etc/passwd", ""), item("data:text/plain;base64,aGk=", ""), item("data:image/png,raw", ""), item("data:image/png;base64,AAAA", "ultra"), item("https://example.com/cat.jpg", ""), item("data:image/gif;base64,R0lG", "")} {
 		if _, err := Decode([]byte(bad), GA); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
