@@ -373,3 +373,19 @@ func TestMindWindowView(t *testing.T) {
 		t.Errorf("a newest turn over the budget is still shown alone: %v", len(got))
 	}
 }
+
+// BenchmarkMindWindowView: the window's cost per reply on a long conversation (1200 items, the
+// start kept from the previous reply).
+func BenchmarkMindWindowView(b *testing.B) {
+	var items []wire.Item
+	for i := range 600 {
+		items = append(items,
+			wire.Item{ID: fmt.Sprintf("u%d", i), Type: wire.ItemMessage, Role: wire.RoleUser, Content: []wire.ContentPart{{Type: wire.InputText, Text: strings.Repeat("x", 120)}}},
+			wire.Item{ID: fmt.Sprintf("a%d", i), Type: wire.ItemMessage, Role: wire.RoleAssistant, Content: []wire.ContentPart{{Type: wire.OutputText, Text: strings.Repeat("y", 200)}}})
+	}
+	var w mindWindow
+	tr := wire.Truncation{Type: wire.TruncationRetentionRatio, RetentionRatio: 0.6}
+	for b.Loop() {
+		w.view(items, tr, DefaultMindContextTokens)
+	}
+}
