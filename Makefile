@@ -58,10 +58,11 @@ test: build node-deps
 	eval "$$(scripts/test-services.sh 2>/dev/null || true)"; $(GO) test -race -count=1 -timeout 20m ./...
 	cd deploy && $(GO) test -count=1 ./...
 
-# The openai npm package for tests/node, the OpenAI Agents SDK and esbuild for tests/agents (offline:
+# The openai npm package for tests/node, the OpenAI Agents SDK and esbuild for tests/agents, LiveKit's
+# realtime plugin for tests/livekit (offline:
 # the node and Agents SDK tests skip with a message when they are missing).
 node-deps:
-	@for d in tests/node tests/agents; do \
+	@for d in tests/node tests/agents tests/livekit; do \
 		if [ ! -d $$d/node_modules ] && command -v npm >/dev/null; then \
 			(cd $$d && npm ci --no-audit --no-fund) || echo "npm ci failed: the $$d tests will skip"; fi; done
 

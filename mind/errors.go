@@ -13,6 +13,9 @@ var (
 	ErrUnavailable = errors.New("mind unavailable")
 	// ErrBadAnswer: the mind's server answered with something that is not a chat-completions stream.
 	ErrBadAnswer = errors.New("mind answered badly")
+	// ErrImagesRefused: the request carried images and the mind's server refused it (a model
+	// that does not see images).
+	ErrImagesRefused = errors.New("mind refused images")
 )
 
 // Error is a failed answer: Kind is one of the sentinels above; Status the HTTP status when there

@@ -23,6 +23,13 @@ type Request struct {
 	Tools        []Tool
 	// ToolChoice is "auto" (or empty), "none", "required", or a tool's name.
 	ToolChoice string
+	// Temperature is the sampling temperature (0: the server's default).
+	Temperature float64
+	// MaxOutputTokens caps the answer (0: no cap); an answer cut there returns Reply.Stop
+	// StopMaxTokens.
+	MaxOutputTokens int
+	// ParallelToolCalls, when set, says whether the answer may make several calls at once.
+	ParallelToolCalls *bool
 }
 
 // Role of a message in the history.
@@ -37,10 +44,13 @@ const (
 )
 
 // Message is one turn of the history. An assistant message may carry Calls (the function calls it
-// made); a tool message carries CallID and the function's output in Text.
+// made); a tool message carries CallID and the function's output in Text. A message item's
+// content is in Parts (text and images, in order; parts.go); Text is its text parts joined, for
+// minds that read text only.
 type Message struct {
 	Role   Role
 	Text   string
+	Parts  []Part
 	Calls  []Call // assistant only
 	CallID string // tool only: the call this output answers
 }
@@ -78,6 +88,11 @@ type CallDelta struct {
 type Reply struct {
 	Text  string
 	Calls []Call
+	// Stop says why the answer stopped early ("" when it finished): StopMaxTokens,
+	// StopContentFilter.
+	Stop string
+	// Usage is the answer's tokens as the mind's server counted them (nil: not said).
+	Usage *Usage
 }
 
 // LastUserText returns the text of the last user message in history, or "".

@@ -365,7 +365,7 @@ func FuzzSSEChunks(f *testing.F) {
 			if err != nil {
 				return
 			}
-			deltas, err := decodeChunk([]byte(data))
+			deltas, err := decodeChunk([]byte(data), &asm)
 			if err != nil {
 				var me *Error
 				if !errors.As(err, &me) {

@@ -91,6 +91,10 @@ func (o *OpenAI) Answer(ctx context.Context, req Request, emit func(Delta) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && hasImages(req) {
+			return Reply{}, &Error{Kind: ErrImagesRefused, Status: resp.StatusCode,
+				Message: "the mind's server refused a request with images (does its model see images?)", Err: errors.New(serverMessage(resp.Body))}
+		}
 		return Reply{}, &Error{Kind: ErrUnavailable, Status: resp.StatusCode,
 			Message: "the mind's server refused the request", Err: errors.New(serverMessage(resp.Body))}
 	}
@@ -108,7 +112,7 @@ func (o *OpenAI) Answer(ctx context.Context, req Request, emit func(Delta) error
 		if data == "[DONE]" {
 			break
 		}
-		deltas, err := decodeChunk([]byte(data))
+		deltas, err := decodeChunk([]byte(data), &asm)
 		if err != nil {
 			return asm.reply(), err
 		}
@@ -169,16 +173,20 @@ func serverMessage(r io.Reader) string {
 // The chat-completions wire shapes.
 
 type chatRequest struct {
-	Model      string        `json:"model"`
-	Stream     bool          `json:"stream"`
-	Messages   []chatMessage `json:"messages"`
-	Tools      []chatTool    `json:"tools,omitempty"`
-	ToolChoice any           `json:"tool_choice,omitempty"`
+	Model             string             `json:"model"`
+	Stream            bool               `json:"stream"`
+	StreamOptions     *chatStreamOptions `json:"stream_options,omitempty"`
+	Messages          []chatMessage      `json:"messages"`
+	Tools             []chatTool         `json:"tools,omitempty"`
+	ToolChoice        any                `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool              `json:"parallel_tool_calls,omitempty"`
+	Temperature       *float64           `json:"temperature,omitempty"`
+	MaxTokens         *int               `json:"max_tokens,omitempty"`
 }
 
 type chatMessage struct {
 	Role       Role           `json:"role"`
-	Content    *string        `json:"content"`
+	Content    any            `json:"content"` // a string, an array of parts, or null
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
@@ -207,16 +215,18 @@ type chatFunction struct {
 }
 
 func (o *OpenAI) chatRequest(req Request) chatRequest {
-	cr := chatRequest{Model: o.cfg.Model, Stream: true}
+	cr := chatRequest{Model: o.cfg.Model, Stream: true, StreamOptions: &chatStreamOptions{IncludeUsage: true}}
+	if req.Temperature > 0 {
+		cr.Temperature = &req.Temperature
+	}
+	if req.MaxOutputTokens > 0 {
+		cr.MaxTokens = &req.MaxOutputTokens
+	}
 	if req.Instructions != "" {
-		cr.Messages = append(cr.Messages, chatMessage{Role: RoleSystem, Content: &req.Instructions})
+		cr.Messages = append(cr.Messages, chatMessage{Role: RoleSystem, Content: req.Instructions})
 	}
 	for _, m := range req.History {
-		msg := chatMessage{Role: m.Role, ToolCallID: m.CallID}
-		if m.Text != "" || len(m.Calls) == 0 {
-			text := m.Text
-			msg.Content = &text
-		}
+		msg := chatMessage{Role: m.Role, ToolCallID: m.CallID, Content: chatContent(m)}
 		for _, c := range m.Calls {
 			args := c.Arguments
 			if args == "" {
@@ -232,6 +242,7 @@ func (o *OpenAI) chatRequest(req Request) chatRequest {
 			Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
 	if len(cr.Tools) > 0 {
+		cr.ParallelToolCalls = req.ParallelToolCalls
 		switch req.ToolChoice {
 		case "", "auto":
 		case "none", "required":
@@ -249,12 +260,15 @@ type chatChunk struct {
 			Content   *string        `json:"content"`
 			ToolCalls []chatToolCall `json:"tool_calls"`
 		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
+	Usage *chatUsage      `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
-// decodeChunk turns one SSE data payload into deltas (only choice 0 is heard).
-func decodeChunk(data []byte) ([]Delta, error) {
+// decodeChunk turns one SSE data payload into deltas (only choice 0 is heard), and notes the
+// chunk's finish reason and usage on asm.
+func decodeChunk(data []byte, asm *assembler) ([]Delta, error) {
 	var c chatChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, &Error{Kind: ErrBadAnswer, Message: "the mind's stream carried a chunk that is not JSON", Err: err}
@@ -263,8 +277,14 @@ func decodeChunk(data []byte) ([]Delta, error) {
 		return nil, &Error{Kind: ErrUnavailable, Message: "the mind's server failed mid-answer",
 			Err: errors.New(serverMessage(bytes.NewReader(append(append([]byte(`{"error":`), c.Error...), '}'))))}
 	}
+	if u := c.Usage.usage(); u != nil {
+		asm.usage = u
+	}
 	if len(c.Choices) == 0 {
 		return nil, nil // usage-only or keep-alive chunk
+	}
+	if f := c.Choices[0].FinishReason; f != nil && *f != "" {
+		asm.stop = stopOf(*f)
 	}
 	d := c.Choices[0].Delta
 	var out []Delta
@@ -289,6 +309,8 @@ type assembler struct {
 	text  strings.Builder
 	calls []Call
 	slot  map[int]int // delta index → position in calls
+	stop  string      // the finish reason, as Reply.Stop
+	usage *Usage      // the stream's usage chunk
 }
 
 func (a *assembler) add(d Delta) {
@@ -316,5 +338,5 @@ func (a *assembler) add(d Delta) {
 }
 
 func (a *assembler) reply() Reply {
-	return Reply{Text: a.text.String(), Calls: append([]Call(nil), a.calls...)}
+	return Reply{Text: a.text.String(), Calls: append([]Call(nil), a.calls...), Stop: a.stop, Usage: a.usage}
 }

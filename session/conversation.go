@@ -60,6 +60,7 @@ type conversation struct {
 	outbox  outbox
 	turns   handoff
 	hist    history
+	window  mindWindow // where the mind's view of a long conversation starts (truncation.go)
 	replies replies
 	ledger  ledger
 }

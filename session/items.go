@@ -477,12 +477,17 @@ func mindMessages(items []wire.Item) []mind.Message {
 		switch it.Type {
 		case wire.ItemMessage:
 			var text []string
+			var parts []mind.Part
 			for _, p := range it.Content {
 				switch {
+				case p.Type == wire.InputImage:
+					parts = append(parts, mind.ImagePart(p.ImageURL, p.Detail))
 				case p.Text != "":
 					text = append(text, p.Text)
+					parts = append(parts, mind.TextPart(p.Text))
 				case p.Transcript != nil && *p.Transcript != "":
 					text = append(text, *p.Transcript)
+					parts = append(parts, mind.TextPart(*p.Transcript))
 				}
 			}
 			role := mind.RoleUser
@@ -492,7 +497,7 @@ func mindMessages(items []wire.Item) []mind.Message {
 			case wire.RoleSystem:
 				role = mind.RoleSystem
 			}
-			out = append(out, mind.Message{Role: role, Text: strings.Join(text, " ")})
+			out = append(out, mind.Message{Role: role, Text: strings.Join(text, " "), Parts: parts})
 		case wire.ItemFunctionCall:
 			call := mind.Call{ID: it.CallID, Name: it.Name, Arguments: it.Arguments}
 			if n := len(out); n > 0 && out[n-1].Role == mind.RoleAssistant {

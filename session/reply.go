@@ -41,6 +41,8 @@ type reply struct {
 	// spec is the turn's speculative answer (speculate.go), owned by the reply's worker: adopted
 	// when it asked what the reply asks, else dropped.
 	spec *speculation
+	// metadata is response.create's, returned in response.created and response.done.
+	metadata map[string]string
 }
 
 // maxOutOfBand is how many out-of-band responses (conversation "none") one conversation may run at
@@ -48,6 +50,9 @@ type reply struct {
 // start hundreds. OpenAI documents no number; a client classifying or summarising beside the
 // conversation runs one or two.
 const maxOutOfBand = 8
+
+// codeImagesRefused names a reply failed because the mind's server does not take images.
+const codeImagesRefused = "image_input_not_supported"
 
 // codeTooManyResponses names the refusal of one more.
 const codeTooManyResponses = "too_many_active_responses"
@@ -62,7 +67,7 @@ func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.E
 func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec *speculation) *wire.Error {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		outOfBand: p.Conversation == "none", spec: spec}
+		outOfBand: p.Conversation == "none", spec: spec, metadata: p.Metadata}
 	// A response's own input items are kept while it runs: counted toward the conversation's
 	// bytes until it ends. A response that writes the conversation is refused once the
 	// conversation is full (only what the conversation makes itself takes it there: a reply's
@@ -144,6 +149,10 @@ type replyRun struct {
 	// audio, synthesized while the turn was held, is sent in place of a synthesis (say).
 	adopted *speculation
 	pieces  int // pieces said (the writer's)
+	// stop and usage are the mind's answer's (set once it returned): why it stopped early, and
+	// its tokens.
+	stop  string
+	usage *mind.Usage
 }
 
 // replyParts are the parts of the conversation a reply works with, and nothing else of it:
@@ -157,6 +166,8 @@ type replyParts struct {
 	convID  string
 	send    func(wire.ServerEvent) // the outbox
 	hist    *history
+	window  *mindWindow
+	budget  int // Config.MindContextTokens
 	ledger  *ledger
 	replies *replies
 	turns   *handoff
@@ -175,7 +186,7 @@ type replyParts struct {
 // replyParts hands a reply the parts it works with.
 func (c *conversation) replyParts() *replyParts {
 	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
-		hist: &c.hist, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
+		hist: &c.hist, window: &c.window, budget: c.srv.cfg.MindContextTokens, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
 		voice: c.engines.Voice, mind: c.engines.Mind, player: c.media.Player,
 		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
 }
@@ -196,6 +207,7 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	}
 	run := &replyRun{p: p, r: r, cfg: cfg, resp: wire.NewResponse(r.id, convID, cfg),
 		speak: !cfg.TextOnly && p.voice != nil, calls: map[int]*entry{}}
+	run.resp.Metadata = r.metadata
 	if run.speak {
 		run.splitter = sentence.NewSplitter(sentence.Options{FirstAlone: true, SplitChars: splitChars})
 		run.codec = codecOf(cfg.OutputFormat)
@@ -210,7 +222,11 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 	err := p.waitTranscripts(r.ctx)
 	if err == nil {
-		req := mindRequest(cfg, p.hist.snapshot(input))
+		win := p.window
+		if input != nil || r.outOfBand {
+			win = nil // a response beside the conversation does not move its window
+		}
+		req := mindRequest(cfg, win.view(p.hist.snapshot(input), cfg.Truncation, p.budget))
 		m := p.mind
 		if r.spec.adopt(req) {
 			m = timedMind{Mind: r.spec, first: p.metrics.mindFirst}
@@ -225,7 +241,8 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 // mindRequest is what a reply configured so asks the mind about items.
 func mindRequest(cfg wire.Session, items []wire.Item) mind.Request {
-	req := mind.Request{Instructions: cfg.Instructions, History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice)}
+	req := mind.Request{Instructions: cfg.Instructions, History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice),
+		Temperature: cfg.Temperature, MaxOutputTokens: cfg.MaxOutputTokens, ParallelToolCalls: &cfg.ParallelToolCalls}
 	for _, t := range cfg.Tools {
 		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -256,7 +273,8 @@ func (run *replyRun) stream(m mind.Mind, req mind.Request) error {
 		}
 		writerDone <- err
 	}()
-	_, err := m.Answer(run.ctx, req, run.delta)
+	answer, err := m.Answer(run.ctx, req, run.delta)
+	run.stop, run.usage = answer.Stop, answer.Usage
 	if err == nil && run.speak && run.splitter != nil {
 		if rest := run.splitter.Flush(); rest != "" {
 			err = run.queue(func() error { return run.say(rest) })
@@ -562,6 +580,9 @@ func (run *replyRun) finish(err error) {
 		details = &wire.StatusDetails{Type: wire.ResponseFailed, Error: we}
 		p.log.Error("response failed", "response", r.id, "err", err)
 		p.send(we)
+	case run.stop != "":
+		status, itemStatus = wire.ResponseIncomplete, wire.ItemIncomplete
+		details = &wire.StatusDetails{Type: wire.ResponseIncomplete, Reason: run.stop}
 	}
 
 	for i, e := range run.outputs {
@@ -604,6 +625,9 @@ func (run *replyRun) finish(err error) {
 		HeardSeconds:  float64(p.ledger.heardForReply.Swap(0)) / hearRate,
 		SpokenSeconds: float64(run.spoken) / speakRate,
 	}
+	if u := run.usage; u != nil {
+		done.Usage.InputTextTokens, done.Usage.OutputTextTokens, done.Usage.CachedTextTokens = u.InputTokens, u.OutputTokens, u.CachedTokens
+	}
 	p.replies.end(r, p.idleTimeout)
 	p.send(wire.ResponseDone{Response: done})
 	if !r.outOfBand {
@@ -616,6 +640,9 @@ func (run *replyRun) finish(err error) {
 // replyError is the error event for a failed reply, safe to show.
 func replyError(err error) *wire.Error {
 	var me *mind.Error
+	if errors.As(err, &me) && errors.Is(err, mind.ErrImagesRefused) {
+		return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeImagesRefused, Message: "The mind refused the conversation's images: " + me.Message + "."}
+	}
 	if errors.As(err, &me) {
 		return &wire.Error{Type: wire.TypeServer, Code: codeResponseFailed, Message: "The mind failed: " + me.Message + "."}
 	}

@@ -71,6 +71,10 @@ type Config struct {
 	// ConversationBytes bounds what one conversation's items keep (items.go); zero takes
 	// DefaultConversationBytes.
 	ConversationBytes int
+	// MindContextTokens is the mind model's budget for the conversation it is shown (after its
+	// instructions and tools), in estimated tokens (truncation.go); zero takes
+	// DefaultMindContextTokens.
+	MindContextTokens int
 	// MaxTicketsPerPrincipal caps the unused, unexpired tickets one principal (JWT subject) holds
 	// (the mint past it: 429 too_many_tickets); TicketMintRate the mints a second it may sustain,
 	// in bursts of MaxTicketsPerPrincipal (past it: 429 ticket_rate_exceeded). Zero takes

@@ -111,9 +111,13 @@ type SessionPatch struct {
 	ToolChoice      Field[ToolChoice]
 	Temperature     Field[float64] // beta only, 0.6..1.2
 	MaxOutputTokens Field[int]     // 1..4096, 0 = "inf"
+	// ParallelToolCalls: whether the mind may make several calls in one answer (passed on).
+	ParallelToolCalls Field[bool]
+	// Truncation: how the history sent to the mind is kept under its budget.
+	Truncation Field[Truncation]
 	// Ignored lists the parameters accepted and not applied (tracing,
-	// truncation, prompt, reasoning, include, client_secret, MCP tool
-	// entries), for the session to log as a warning.
+	// prompt, reasoning, include, client_secret), for the session to log
+	// as a warning.
 	Ignored []string
 
 	marker string // the first field that showed the shape, for Redecide's error
@@ -186,6 +190,8 @@ type ResponseParams struct {
 	ToolChoice      Field[ToolChoice]
 	Temperature     Field[float64]
 	MaxOutputTokens Field[int]
+	// ParallelToolCalls overrides the session's for this response.
+	ParallelToolCalls Field[bool]
 }
 
 // ResponseCancel is response.cancel; ResponseID is optional.

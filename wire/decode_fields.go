@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // fieldOf decodes a possibly-null field with parse.
@@ -287,27 +286,6 @@ func parseTurnDetection(raw json.RawMessage, param, id string) (TurnDetection, *
 	return td, nil
 }
 
-// hostedToolTypes are tool entries OpenAI runs on its side (remote MCP servers): voiced accepts
-// them in tools and does not apply them.
-var hostedToolTypes = []string{"mcp"}
-
-// hostedTools names the entries of a tools array that are hosted tools ("session.tools[1] (mcp)").
-func hostedTools(raw json.RawMessage, param string) []string {
-	var list []struct {
-		Type string `json:"type"`
-	}
-	if json.Unmarshal(raw, &list) != nil {
-		return nil
-	}
-	var out []string
-	for i, t := range list {
-		if slices.Contains(hostedToolTypes, t.Type) {
-			out = append(out, fmt.Sprintf("%s[%d] (%s)", param, i, t.Type))
-		}
-	}
-	return out
-}
-
 func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil {
@@ -328,8 +306,8 @@ func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 		if err := unmarshalObject(r, p, id, &in); err != nil {
 			return nil, err
 		}
-		if in.Type != nil && slices.Contains(hostedToolTypes, *in.Type) {
-			continue // accepted, not applied: hostedTools reports it
+		if in.Type != nil && *in.Type == "mcp" {
+			return nil, errMCPTool(p, id)
 		}
 		if in.Type != nil {
 			if err := oneOf(p+".type", id, *in.Type, "function"); err != nil {

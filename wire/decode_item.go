@@ -144,6 +144,11 @@ func decodeContent(raw json.RawMessage, param string, role Role, d Dialect, id s
 	if part.Type == InputImage && part.ImageURL == "" {
 		return ContentPart{}, ErrMissingParameter(param+".image_url", id)
 	}
+	if part.Type == InputImage {
+		if err := checkImagePart(part, param, id); err != nil {
+			return ContentPart{}, err
+		}
+	}
 	if in.Audio != nil && (part.Type == InputAudio || part.Type == OutputAudio) {
 		audio, err := decodeBase64(*in.Audio)
 		if err != nil {

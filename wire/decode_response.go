@@ -75,8 +75,10 @@ func decodeResponseParams(raw json.RawMessage, d Dialect, id string) (ResponsePa
 			p.Temperature, err = fieldOf(raw, param, id, parseTemperature)
 		case "max_output_tokens", "max_response_output_tokens":
 			p.MaxOutputTokens, err = fieldOf(raw, param, id, parseMaxTokens)
-		case "prompt", "tracing":
-			// accepted, ignored
+		case "parallel_tool_calls":
+			p.ParallelToolCalls, err = fieldOf(raw, param, id, parseBool)
+		case "prompt", "tracing", "reasoning":
+			// accepted, ignored (reasoning: the mind's server has its own)
 		default:
 			err = ErrUnknownParameter(param, id)
 		}

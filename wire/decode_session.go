@@ -16,7 +16,7 @@ var (
 	// Accepted and ignored in either shape, reported in SessionPatch.Ignored: fields OpenAI defines
 	// that voiced does not act on. Refusing them would refuse the whole update and drop the
 	// client's instructions and tools (agents SDKs send tracing by default).
-	ignoredSessionFields = []string{"tracing", "truncation", "prompt", "include", "client_secret", "input_audio_format_options", "reasoning"}
+	ignoredSessionFields = []string{"tracing", "prompt", "include", "client_secret", "input_audio_format_options", "reasoning"}
 	// What the beta transcription_session.update accepts and ignores.
 	ignoredTranscriptionFields = []string{"include", "client_secret", "modalities"}
 )
@@ -47,7 +47,7 @@ func to[T any](dst func(*SessionPatch) *Field[T], parse func(json.RawMessage, st
 var sessionFields = []sessionField{
 	{beta: "model", ga: "model", set: to(func(p *SessionPatch) *Field[string] { return &p.Model }, parseModel)},
 	{beta: "instructions", ga: "instructions", set: to(func(p *SessionPatch) *Field[string] { return &p.Instructions }, parseInstructions)},
-	{beta: "tools", ga: "tools", set: setTools},
+	{beta: "tools", ga: "tools", set: to(func(p *SessionPatch) *Field[[]Tool] { return &p.Tools }, parseTools)},
 	{beta: "tool_choice", ga: "tool_choice", set: to(func(p *SessionPatch) *Field[ToolChoice] { return &p.ToolChoice }, parseToolChoice)},
 	{beta: "max_output_tokens", ga: "max_output_tokens", set: setMaxTokens},
 	{beta: "max_response_output_tokens", set: setMaxTokens},
@@ -67,19 +67,14 @@ var sessionFields = []sessionField{
 	{beta: "input_audio_noise_reduction", ga: "audio.input.noise_reduction", transcription: true,
 		set: to(func(p *SessionPatch) *Field[string] { return &p.NoiseReduction }, parseNoiseReduction)},
 	{beta: "temperature", set: to(func(p *SessionPatch) *Field[float64] { return &p.Temperature }, parseTemperature)},
+	{beta: "parallel_tool_calls", ga: "parallel_tool_calls", set: to(func(p *SessionPatch) *Field[bool] { return &p.ParallelToolCalls }, parseBool)},
+	{beta: "truncation", ga: "truncation", set: to(func(p *SessionPatch) *Field[Truncation] { return &p.Truncation }, parseTruncation)},
 }
 
 var (
 	setMaxTokens = to(func(p *SessionPatch) *Field[int] { return &p.MaxOutputTokens }, parseMaxTokens)
 	setTextOnly  = to(func(p *SessionPatch) *Field[bool] { return &p.TextOnly }, parseModalities)
 )
-
-// setTools sets the tools and reports the hosted (MCP) entries among them as ignored.
-func setTools(p *SessionPatch, raw json.RawMessage, param, id string) *Error {
-	err := to(func(p *SessionPatch) *Field[[]Tool] { return &p.Tools }, parseTools)(p, raw, param, id)
-	p.Ignored = append(p.Ignored, hostedTools(raw, param)...)
-	return err
-}
 
 // A sessionShape is the table seen from one dialect: its fields by path, the nested objects
 // those paths walk through, and the top-level fields it accepts and ignores.

@@ -81,8 +81,8 @@ func TestDecodeClientEvents(t *testing.T) {
 				"output_modalities":["audio"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},
 				"transcription":{"model":"gpt-4o-mini-transcribe"},"turn_detection":{"type":"semantic_vad","eagerness":"medium","create_response":true,"interrupt_response":true},
 				"noise_reduction":null},"output":{"format":{"type":"audio/pcm","rate":24000},"voice":"ash","speed":1}},
-				"tools":[{"type":"mcp","server_label":"deepwiki","server_url":"https://example.com/mcp"},{"type":"function","name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],
-				"tool_choice":"auto","tracing":"auto","reasoning":{"effort":"low"}}}`,
+				"tools":[{"type":"function","name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],
+				"tool_choice":"auto","tracing":"auto","reasoning":{"effort":"low"},"parallel_tool_calls":false}}`,
 			check: func(t *testing.T, ev ClientEvent) {
 				u := ev.(*SessionUpdate)
 				p := u.Session
@@ -99,7 +99,10 @@ func TestDecodeClientEvents(t *testing.T) {
 				if !p.NoiseReduction.Cleared() || p.TextOnly.Value || len(p.Tools.Value) != 1 || p.Tools.Value[0].Name != "get_weather" {
 					t.Errorf("noise/modalities/tools %+v", p)
 				}
-				if !reflect.DeepEqual(p.Ignored, []string{"session.reasoning", "session.tools[0] (mcp)", "session.tracing"}) {
+				if !p.ParallelToolCalls.Set() || p.ParallelToolCalls.Value {
+					t.Errorf("parallel_tool_calls %+v", p.ParallelToolCalls)
+				}
+				if !reflect.DeepEqual(p.Ignored, []string{"session.reasoning", "session.tracing"}) {
 					t.Errorf("ignored %v", p.Ignored)
 				}
 			},

@@ -25,6 +25,9 @@ type Session struct {
 	ToolChoice      ToolChoice
 	Temperature     float64 // beta only; echoed, passed to the mind
 	MaxOutputTokens int     // 0 = "inf"
+	// ParallelToolCalls: the mind may make several function calls in one answer (default true).
+	ParallelToolCalls bool
+	Truncation        Truncation // zero: auto
 }
 
 // Defaults of a new session (docs §7).
@@ -39,7 +42,7 @@ const (
 func NewSession(id, model string) Session {
 	return Session{
 		ID: id, Model: model, Type: SessionRealtime,
-		Voice: DefaultVoice, Speed: 1, Temperature: DefaultTemperature,
+		Voice: DefaultVoice, Speed: 1, Temperature: DefaultTemperature, ParallelToolCalls: true,
 		TurnDetection: DefaultTurnDetection(TurnServerVAD),
 		ToolChoice:    ToolChoice{Mode: ToolChoiceAuto},
 	}
@@ -98,6 +101,12 @@ func (s *Session) Apply(u *SessionUpdate) error {
 	if p.MaxOutputTokens.Present {
 		next.MaxOutputTokens = p.MaxOutputTokens.Value
 	}
+	if p.ParallelToolCalls.Set() {
+		next.ParallelToolCalls = p.ParallelToolCalls.Value
+	}
+	if p.Truncation.Present {
+		next.Truncation = p.Truncation.Value // null: auto
+	}
 	if next.ToolChoice.Mode == ToolChoiceFunction && !slices.ContainsFunc(next.Tools, func(t Tool) bool { return t.Name == next.ToolChoice.Name }) {
 		return ErrInvalidValue("session.tool_choice", u.EventID, "Invalid value: tool_choice names function '%s', which is not in tools.", clip(next.ToolChoice.Name))
 	}
@@ -132,6 +141,9 @@ func (s Session) ForResponse(p ResponseParams) Session {
 	}
 	if p.MaxOutputTokens.Present {
 		r.MaxOutputTokens = p.MaxOutputTokens.Value
+	}
+	if p.ParallelToolCalls.Set() {
+		r.ParallelToolCalls = p.ParallelToolCalls.Value
 	}
 	return r
 }
@@ -234,7 +246,7 @@ type gaSessionJSON struct {
 	ToolChoice       any         `json:"tool_choice"`
 	MaxOutputTokens  any         `json:"max_output_tokens"`
 	Tracing          any         `json:"tracing"`
-	Truncation       string      `json:"truncation"`
+	Truncation       any         `json:"truncation"`
 	Prompt           any         `json:"prompt"`
 	ExpiresAt        int64       `json:"expires_at"`
 	Audio            gaAudioJSON `json:"audio"`
@@ -282,7 +294,7 @@ func (s *Session) wire(d Dialect) any {
 		Type: SessionRealtime, Object: "realtime.session", ID: s.ID, Model: s.Model,
 		OutputModalities: modalitiesWire(s.TextOnly, GA), Instructions: s.Instructions,
 		Tools: toolsWire(s.Tools), ToolChoice: s.ToolChoice.wire(GA), MaxOutputTokens: maxTokensWire(s.MaxOutputTokens),
-		Truncation: "auto", ExpiresAt: s.ExpiresAt,
+		Truncation: s.Truncation.wire(), ExpiresAt: s.ExpiresAt,
 		Audio: gaAudioJSON{Input: in, Output: &gaAudioOutputJSON{Format: s.OutputFormat.wire(GA), Voice: s.Voice, Speed: s.Speed}},
 	}
 }

@@ -451,6 +451,7 @@ type Usage struct {
 	InputAudioTokens  int
 	OutputTextTokens  int
 	OutputAudioTokens int
+	CachedTextTokens  int     // of InputTextTokens, from the mind's prompt cache
 	HeardSeconds      float64 // user audio past the squelch for this turn
 	SpokenSeconds     float64 // reply audio sent
 }
@@ -492,7 +493,8 @@ func (u *Usage) wire() *usageJSON {
 	out := u.OutputTextTokens + u.OutputAudioTokens
 	return &usageJSON{
 		TotalTokens: in + out, InputTokens: in, OutputTokens: out,
-		InputTokenDetails:  inputDetailsJSON{TextTokens: u.InputTextTokens, AudioTokens: u.InputAudioTokens},
+		InputTokenDetails: inputDetailsJSON{TextTokens: u.InputTextTokens, AudioTokens: u.InputAudioTokens,
+			CachedTokens: u.CachedTextTokens, CachedTokensDetails: cachedDetailsJSON{TextTokens: u.CachedTextTokens}},
 		OutputTokenDetails: outputDetailsJSON{TextTokens: u.OutputTextTokens, AudioTokens: u.OutputAudioTokens},
 		HeardSeconds:       u.HeardSeconds, SpokenSeconds: u.SpokenSeconds,
 	}

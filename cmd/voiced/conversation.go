@@ -27,7 +27,7 @@ type conversationConfig struct {
 	mindTimeout, sessionLimit, idleTimeout, ticketTTL       time.Duration
 	eventRate, ticketMintRate                               float64
 	eventBurst, eventBytes, eventBytesBurst                 int
-	conversationBytes                                       int
+	conversationBytes, mindContextTokens                    int
 	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
 }
@@ -56,6 +56,7 @@ func (c *conversationConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.mindModel, "mind-model", "", "the model name sent to --mind-url")
 	fs.StringVar(&c.mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
 	fs.BoolVar(&c.speculate, "speculate", true, "semantic_vad: ask the mind on the partial transcript once it reads finished, before the turn ends, and use the answer when the final transcript matches (a mind that bills per call pays for the discarded ones; server_vad never speculates)")
+	fs.IntVar(&c.mindContextTokens, "mind-context-tokens", session.DefaultMindContextTokens, "the --mind-model's room for the conversation after its instructions and tools, in estimated tokens (4 bytes of text, 85/765 an image); a longer history is shown from a later turn (session.truncation), the client keeps every item")
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 }
 
@@ -71,6 +72,9 @@ func (c *conversationConfig) validate() error {
 	}
 	if c.eventBytes < 0 || (c.eventBytes > 0 && c.eventBytesBurst < session.MinEventBytesBurst) {
 		return fmt.Errorf("--event-bytes must be >= 0 (0 = no limit) and --event-bytes-burst >= %d", session.MinEventBytesBurst)
+	}
+	if c.mindContextTokens < 100 {
+		return fmt.Errorf("--mind-context-tokens %d is under 100", c.mindContextTokens)
 	}
 	if c.conversationBytes < session.MinConversationBytes {
 		return fmt.Errorf("--max-conversation-bytes %d is under %d", c.conversationBytes, session.MinConversationBytes)
@@ -108,7 +112,7 @@ func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcor
 		Verifier: verifier, Tickets: tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
-		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, Log: app.Log.With("component", "conversation"),
+		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, MindContextTokens: c.mindContextTokens, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
 		Engines: bridge.Engines(svc, mnd, m),
 	}
