@@ -229,6 +229,7 @@ func TestDecodeUploads(t *testing.T) {
 	}{
 		{"flac", KindFLAC, nil},
 		{"mp3", KindMP3, []string{"-c:a", "libmp3lame", "-b:a", "64k"}},
+		{"mp3 8 kHz (MPEG 2.5)", KindMP3, []string{"-c:a", "libmp3lame", "-ar", "8000", "-f", "mp3"}},
 		{"m4a", KindMP4, []string{"-c:a", "aac", "-b:a", "64k"}},
 		{"ogg", KindOggOpus, []string{"-c:a", "libopus", "-b:a", "48k"}},
 		{"oga", KindOggVorbis, []string{"-c:a", "libvorbis", "-f", "ogg"}},
@@ -257,6 +258,11 @@ func TestDecodeUploads(t *testing.T) {
 			}
 			if corr < 0.9 {
 				t.Errorf("correlation %.4f", corr)
+			}
+			// The containers that state the encoder's delay (mp3's LAME tag, MP4's edit list,
+			// Ogg Opus's pre-skip) line up with the input; ADTS states none.
+			if c.kind != KindADTS && c.kind != KindOggVorbis && (lag < -2 || lag > 2) {
+				t.Errorf("decoded audio is %d samples late", lag)
 			}
 		})
 	}

@@ -36,6 +36,12 @@ func Open(ra io.ReaderAt, size int64, kind string, maxSeconds int) (Stream, erro
 	r := io.NewSectionReader(ra, 0, size)
 	switch kind {
 	case KindMP3:
+		if err := mp3Check(r, size); err != nil {
+			return nil, err
+		}
+		if mp3Version25(r) { // 8, 11.025, 12 kHz: go-mp3 does not read MPEG 2.5
+			return openFFmpeg(ra, size, maxSeconds)
+		}
 		return openMP3(r, size)
 	case KindOggOpus:
 		return openOggOpus(r)
@@ -53,26 +59,35 @@ func broken(format string, err error) error {
 }
 
 // mp3Stream is go-mp3 (16-bit stereo out, mixed here to mono). go-mp3 drops a frame cut short at
-// the end without a word, so the frames' byte lengths are walked first (mp3Check).
+// the end without a word, so the frames' byte lengths are walked first (mp3Check). Like FFmpeg,
+// it skips what the encoder put before the audio when a LAME/Info tag says how much (gapless
+// playback): a file made by LAME starts with an Info frame of silence and LAME's delay.
 type mp3Stream struct {
-	d   *mp3.Decoder
-	buf []byte
+	d    *mp3.Decoder
+	buf  []byte
+	skip int // samples still to drop from the start
 }
 
 func openMP3(r *io.SectionReader, size int64) (Stream, error) {
-	if err := mp3Check(r, size); err != nil {
-		return nil, err
-	}
 	d, err := mp3.NewDecoder(io.NewSectionReader(r, 0, size))
 	if err != nil {
 		return nil, broken("mp3", err)
 	}
-	return &mp3Stream{d: d}, nil
+	return &mp3Stream{d: d, skip: mp3Priming(r)}, nil
 }
 
 func (s *mp3Stream) Rate() int { return s.d.SampleRate() }
 
 func (s *mp3Stream) Next(max int) ([]float32, error) {
+	for s.skip > 0 {
+		n := min(s.skip, 4096)
+		got, err := io.ReadFull(s.d, make([]byte, 4*n))
+		s.skip -= got / 4
+		if err != nil {
+			s.skip = 0
+			break
+		}
+	}
 	if cap(s.buf) < 4*max {
 		s.buf = make([]byte, 4*max)
 	}

@@ -64,6 +64,7 @@ type stderrTail struct {
 	mu        sync.Mutex
 	buf       []byte
 	truncated string
+	hide      string // the input's path: not shown to a client
 }
 
 // truncationWarnings are ffmpeg's words for an input cut short, which -xerror does not make
@@ -73,6 +74,10 @@ var truncationWarnings = []string{"ended prematurely", "truncat", "Packet corrup
 func (s *stderrTail) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := len(p)
+	if s.hide != "" {
+		p = bytes.ReplaceAll(p, []byte(s.hide), []byte("the upload"))
+	}
 	if s.truncated == "" {
 		for _, w := range truncationWarnings {
 			if bytes.Contains(p, []byte(w)) {
@@ -85,7 +90,7 @@ func (s *stderrTail) Write(p []byte) (int, error) {
 	if len(s.buf) > 2048 {
 		s.buf = s.buf[len(s.buf)-2048:]
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (s *stderrTail) String() string {
@@ -267,6 +272,7 @@ func openFFmpeg(ra io.ReaderAt, size int64, maxSeconds int) (Stream, error) {
 		return nil, err
 	}
 	s.cmd = cmd
+	s.stderr.hide = "file:" + path
 	cmd.Stderr = s.stderr
 	if s.stdout, err = cmd.StdoutPipe(); err != nil {
 		s.Close()

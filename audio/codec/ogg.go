@@ -186,3 +186,64 @@ func mp3FrameLen(h []byte) int {
 	}
 	return 72*mp3Rates2[bi]*1000/hz + pad
 }
+
+// mp3Start is the offset of the first frame (past an ID3v2 tag).
+func mp3Start(r io.ReaderAt) int64 {
+	var h [10]byte
+	if n, _ := r.ReadAt(h[:], 0); n == 10 && string(h[:3]) == "ID3" {
+		n := int64(h[6]&0x7f)<<21 | int64(h[7]&0x7f)<<14 | int64(h[8]&0x7f)<<7 | int64(h[9]&0x7f) + 10
+		if h[5]&0x10 != 0 {
+			n += 10
+		}
+		return n
+	}
+	return 0
+}
+
+// mp3Version25 reports whether the first frame is MPEG 2.5 (8, 11.025 or 12 kHz).
+func mp3Version25(r io.ReaderAt) bool {
+	var h [4]byte
+	n, _ := r.ReadAt(h[:], mp3Start(r))
+	return n == 4 && isMP3Frame(h[:]) && (binary.BigEndian.Uint32(h[:])>>19)&3 == 0
+}
+
+// mp3DecoderDelay is an MPEG layer III decoder's own delay (samples), which LAME's tag does not
+// count (the 529 FFmpeg and LAME's own decoder add).
+const mp3DecoderDelay = 529
+
+// mp3Priming is how many samples to drop from go-mp3's output before the audio a LAME/Info tag
+// describes starts: the tag frame itself (silence) + the encoder delay it states + the decoder
+// delay. 0 without a tag (nothing is known; nothing is dropped).
+func mp3Priming(r io.ReaderAt) int {
+	start := mp3Start(r)
+	var f [256]byte
+	n, _ := r.ReadAt(f[:], start)
+	if n < 4 || !isMP3Frame(f[:]) {
+		return 0
+	}
+	v := binary.BigEndian.Uint32(f[:])
+	mpeg1 := (v>>19)&3 == 3
+	mono := (v>>6)&3 == 3
+	side := map[[2]bool]int{{true, true}: 17, {true, false}: 32, {false, true}: 9, {false, false}: 17}[[2]bool{mpeg1, mono}]
+	at := 4 + side
+	if at+8 > n || (string(f[at:at+4]) != "Xing" && string(f[at:at+4]) != "Info") {
+		return 0
+	}
+	flags := binary.BigEndian.Uint32(f[at+4:])
+	at += 8
+	for bit, size := range []int{4, 4, 100, 4} { // frames, bytes, TOC, quality
+		if flags&(1<<bit) != 0 {
+			at += size
+		}
+	}
+	frame := 1152
+	if !mpeg1 {
+		frame = 576
+	}
+	// LAME's extension: a 9-byte encoder version, then at +21 the delay and padding, 12 bits each.
+	if at+24 > n || string(f[at:at+4]) != "LAME" && string(f[at:at+4]) != "Lavc" && string(f[at:at+4]) != "Lavf" {
+		return frame + mp3DecoderDelay
+	}
+	delay := int(f[at+21])<<4 | int(f[at+22])>>4
+	return frame + delay + mp3DecoderDelay
+}
