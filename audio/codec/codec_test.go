@@ -181,6 +181,11 @@ func TestEncoderFirstBytesBeforeClose(t *testing.T) {
 // encodeWithFFmpeg writes in (24 kHz mono) as ext through ffmpeg with args.
 func encodeWithFFmpeg(t *testing.T, in []int16, ext string, args ...string) string {
 	t.Helper()
+	return encodeWithFFmpegTB(t, in, ext, args...)
+}
+
+func encodeWithFFmpegTB(t testing.TB, in []int16, ext string, args ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "in.wav")
 	if err := os.WriteFile(src, append(audio.WAVHeader(24000, 1, 16, len(in)*2), audio.Int16ToBytes(in)...), 0o600); err != nil {
