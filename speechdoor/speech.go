@@ -128,21 +128,23 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// sets no write deadline of its own here; this one also outlives any it would set for the
 	// whole response, which a long text's audio could not meet). The encoder (audio/codec)
 	// writes the body; nothing else does while it lives.
+	// The encoder is made before the first sentence is spoken (AAC's ffmpeg starts meanwhile); it
+	// writes nothing before its first Write, which follows the headers.
 	body := &speechBody{w: w, rc: http.NewResponseController(w), sse: sse}
-	var enc codec.Encoder
-	defer func() {
-		if enc != nil {
-			enc.Abort() // after Close, a no-op; after a failure, frees the encoder (AAC: ends ffmpeg)
-		}
-	}()
+	enc, err := codec.NewEncoder(format, kokoro.SampleRate, body)
+	if err != nil {
+		d.svc.log.Error("speech: start the encoder", "format", format, "err", err)
+		writeSpeechError(w, ErrSynthesisFailed, "response_format")
+		return
+	}
+	defer enc.Abort() // after Close, a no-op; after a failure, frees the encoder (AAC: ends ffmpeg)
+	started := false
 	pieceStart := time.Now()
 	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
 		d.svc.speech.ObserveSynthesis(time.Since(pieceStart))
-		if enc == nil {
-			var err error
-			if enc, err = beginSpeechBody(w, body, format, stretch); err != nil {
-				return err
-			}
+		if !started {
+			started = true
+			beginSpeechBody(w, format, sse, stretch)
 		}
 		pcm := stretched(c.PCM, stretch)
 		if err := enc.Write(pcm); err != nil {
@@ -152,12 +154,11 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pieceStart = time.Now()
 		return nil
 	})
-	if err == nil && enc != nil {
+	if err == nil && started {
 		if err = enc.Close(); err == nil {
 			err = body.done()
 		}
 	}
-	started := enc != nil
 	switch {
 	case err == nil:
 	case errors.Is(err, errBodyWrite):

@@ -111,10 +111,9 @@ func (b *speechBody) done() error {
 	return b.send([]byte("data: {\"type\":\"speech.audio.done\"}\n\n"))
 }
 
-// beginSpeechBody writes the headers of a speech response (the first audio exists) and returns its
-// encoder.
-func beginSpeechBody(w http.ResponseWriter, body *speechBody, format string, stretch float64) (codec.Encoder, error) {
-	if body.sse {
+// beginSpeechBody writes the headers of a speech response (its first audio exists).
+func beginSpeechBody(w http.ResponseWriter, format string, sse bool, stretch float64) {
+	if sse {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 	} else {
@@ -124,12 +123,7 @@ func beginSpeechBody(w http.ResponseWriter, body *speechBody, format string, str
 	if stretch != 1 {
 		w.Header().Set("X-Voiced-Time-Stretch", fmt.Sprintf("%g", stretch))
 	}
-	enc, err := codec.NewEncoder(format, kokoro.SampleRate, body)
-	if err != nil {
-		return nil, err
-	}
 	w.WriteHeader(http.StatusOK)
-	return enc, nil
 }
 
 // stretched applies the time-stretch to a chunk of Kokoro's audio (pcm itself when none).

@@ -109,6 +109,8 @@ type aacEncoder struct {
 	stdin  io.WriteCloser
 	done   chan struct{}
 	stderr *stderrTail
+	begun  chan struct{} // closed by the first Write: the copier writes nothing before it
+	begin  sync.Once
 
 	mu     sync.Mutex
 	outErr error // the copier's write error
@@ -118,13 +120,15 @@ type aacEncoder struct {
 func newAAC(rate int, out io.Writer) (*aacEncoder, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd, err := ffmpegCommand(ctx, ffmpegEncodeCPU,
+		// No probing: ffmpeg would otherwise read analyzeduration (5 s) of audio before encoding any.
+		"-probesize", "32", "-analyzeduration", "0",
 		"-f", "s16le", "-ar", strconv.Itoa(rate), "-ac", "1", "-i", "pipe:0",
 		"-c:a", "aac", "-b:a", "64k", "-f", "adts", "-flush_packets", "1", "pipe:1")
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	e := &aacEncoder{cmd: cmd, cancel: cancel, done: make(chan struct{}), stderr: &stderrTail{}}
+	e := &aacEncoder{cmd: cmd, cancel: cancel, done: make(chan struct{}), stderr: &stderrTail{}, begun: make(chan struct{})}
 	cmd.Stderr = e.stderr
 	if e.stdin, err = cmd.StdinPipe(); err != nil {
 		cancel()
@@ -149,6 +153,7 @@ func (e *aacEncoder) copy(stdout io.Reader, out io.Writer) {
 	for {
 		n, err := stdout.Read(buf)
 		if n > 0 {
+			<-e.begun // what the caller did before its first Write (headers) happens before this write
 			if _, werr := out.Write(buf[:n]); werr != nil {
 				e.mu.Lock()
 				e.outErr = werr
@@ -186,6 +191,7 @@ func (e *aacEncoder) Write(pcm []int16) error {
 	if outErr != nil {
 		return outErr
 	}
+	e.begin.Do(func() { close(e.begun) })
 	if len(pcm) == 0 {
 		return nil
 	}
@@ -203,6 +209,7 @@ func (e *aacEncoder) finish() error {
 	}
 	e.closed = true
 	e.mu.Unlock()
+	e.begin.Do(func() { close(e.begun) }) // an encoder closed unused: ffmpeg may still write a header
 	e.stdin.Close()
 	<-e.done
 	err := e.cmd.Wait()
