@@ -2,7 +2,8 @@
 # Installs the Debian packages voiced needs to build and test, only those missing.
 # Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses)
 set -euo pipefail
-pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 gcc make ca-certificates)
+# libmp3lame-dev: mp3 speech (cgo); ffmpeg: AAC speech and m4a/webm/flac/Vorbis uploads (audio/codec).
+pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libmp3lame-dev ffmpeg gcc make ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
 fi

@@ -3,13 +3,12 @@ package speechdoor
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/codec"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/kokoro"
@@ -23,18 +22,20 @@ var OpenAIVoices = []string{"alloy", "ash", "ballad", "cedar", "coral", "echo", 
 // speechBodyLimit bounds the JSON body: 4 MiB of input plus room for the other fields.
 const speechBodyLimit = ttsFrameLimit + 64<<10
 
-// ErrUnsupportedFormat refuses a response_format other than wav or pcm.
+// ErrUnsupportedFormat refuses a response_format voiced does not serve.
 var ErrUnsupportedFormat = door.NewRefusal(http.StatusBadRequest, "unsupported_response_format",
-	"response_format must be wav or pcm (PCM16LE mono 24 kHz); mp3, opus, aac and flac are not served")
+	"response_format must be mp3, opus, aac, flac, wav or pcm (PCM16LE mono 24 kHz)")
 
 // ErrInvalidRequestBody refuses a body that is not the JSON object the route takes.
 var ErrInvalidRequestBody = door.NewRefusal(http.StatusBadRequest, "invalid_request_body",
-	`the body must be a JSON object: {"input": "…", "voice": "…", "speed": 1.0, "response_format": "wav"|"pcm"}`)
+	`the body must be a JSON object: {"input": "…", "voice": "…", "speed": 1.0, "response_format": "mp3"|"opus"|"aac"|"flac"|"wav"|"pcm", "stream_format": "audio"|"sse"}`)
 
-// SpeechDoor serves POST /v1/audio/speech, OpenAI-compatible: input, voice, speed,
-// response_format (wav, the default here, or pcm). model and instructions are accepted and
-// ignored. The body is streamed sentence by sentence as each exists: a WAV body starts with a
-// streaming header whose sizes say "unknown" (0xFFFFFFFF). Errors found before the first audio
+// SpeechDoor serves POST /v1/audio/speech, OpenAI-compatible: input, voice, speed (0.25–4.0;
+// past Kokoro's 0.5–2.0 time-stretched), response_format (mp3, the default as OpenAI's, opus in
+// Ogg, aac in ADTS, flac, wav, pcm) and stream_format (audio, or sse: speech.audio.delta events
+// then speech.audio.done). model and instructions are accepted and ignored. The body is encoded
+// and streamed sentence by sentence as each exists: a WAV body starts with a streaming header
+// whose sizes say "unknown" (0xFFFFFFFF). Errors found before the first audio
 // are OpenAI's shape, {"error":{"message","type","param","code"}}, code being voiced's name; a
 // failure after audio began cuts the response short.
 type SpeechDoor struct {
@@ -90,24 +91,18 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeSpeechError(w, err, "voice")
 		return
 	}
-	var speed float32
-	if req.Speed != nil {
-		if _, err := kokoro.CheckSpeed(float32(*req.Speed)); err != nil || *req.Speed == 0 {
-			writeSpeechError(w, ErrSpeedOutOfRange, "speed")
-			return
-		}
-		speed = float32(*req.Speed)
-	}
-	format := strings.ToLower(req.ResponseFormat)
-	if format == "" {
-		format = "wav"
-	}
-	if format != "wav" && format != "pcm" {
-		writeSpeechError(w, door.Refuse(ErrUnsupportedFormat, fmt.Sprintf("response_format %q is not served: use wav or pcm (PCM16LE mono 24 kHz)", clip(req.ResponseFormat))), "response_format")
+	speed, stretch, err := speechSpeed(req.Speed)
+	if err != nil {
+		writeSpeechError(w, err, "speed")
 		return
 	}
-	if req.StreamFormat != "" && req.StreamFormat != "audio" {
-		writeSpeechError(w, door.NewRefusal(http.StatusBadRequest, "unsupported_stream_format", `stream_format must be "audio"; server-sent events are not served`), "stream_format")
+	format, sse, err := speechFormat(req.ResponseFormat, req.StreamFormat)
+	if err != nil {
+		param := "response_format"
+		if errors.Is(err, ErrUnsupportedStreamFormat) {
+			param = "stream_format"
+		}
+		writeSpeechError(w, err, param)
 		return
 	}
 	// The input is held until its audio is written; a decoded body past the node's text budget
@@ -131,45 +126,39 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Each body write has ttsWriteTimeout, as a socket's frames do: a client that stops reading
 	// holds its speech slot and one chunk of audio that long, not for ever (net/http's server
 	// sets no write deadline of its own here; this one also outlives any it would set for the
-	// whole response, which a long text's audio could not meet).
-	rc := http.NewResponseController(w)
-	write := func(b []byte) error {
-		rc.SetWriteDeadline(time.Now().Add(ttsWriteTimeout)) // unsupported only where there is no conn to bound
-		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("%w: %w", errBodyWrite, err)
-		}
-		return nil
+	// whole response, which a long text's audio could not meet). The encoder (audio/codec)
+	// writes the body; nothing else does while it lives.
+	// The encoder is made before the first sentence is spoken (AAC's ffmpeg starts meanwhile); it
+	// writes nothing before its first Write, which follows the headers.
+	body := &speechBody{w: w, rc: http.NewResponseController(w), sse: sse}
+	enc, err := codec.NewEncoder(format, kokoro.SampleRate, body)
+	if err != nil {
+		d.svc.log.Error("speech: start the encoder", "format", format, "err", err)
+		writeSpeechError(w, ErrSynthesisFailed, "response_format")
+		return
 	}
-	pieceStart := time.Now()
+	defer enc.Abort() // after Close, a no-op; after a failure, frees the encoder (AAC: ends ffmpeg)
 	started := false
+	pieceStart := time.Now()
 	err = engine.Speak(r.Context(), kokoro.Request{Text: *req.Input, Voice: voice, Speed: speed}, func(c kokoro.Chunk) error {
 		d.svc.speech.ObserveSynthesis(time.Since(pieceStart))
 		if !started {
 			started = true
-			if format == "wav" {
-				w.Header().Set("Content-Type", "audio/wav")
-			} else {
-				w.Header().Set("Content-Type", "audio/pcm")
-			}
-			w.Header().Set("X-Sample-Rate", fmt.Sprint(kokoro.SampleRate))
-			w.WriteHeader(http.StatusOK)
-			if format == "wav" {
-				if err := write(audio.WAVHeader(kokoro.SampleRate, 1, 16, audio.UnknownLength)); err != nil {
-					return err
-				}
-			}
+			beginSpeechBody(w, format, sse, stretch)
 		}
-		if err := write(audio.Int16ToBytes(c.PCM)); err != nil {
+		pcm := stretched(c.PCM, stretch)
+		if err := enc.Write(pcm); err != nil {
 			return err
 		}
-		d.svc.spoken(float64(len(c.PCM)) / kokoro.SampleRate)
+		d.svc.spoken(float64(len(pcm)) / kokoro.SampleRate)
 		pieceStart = time.Now()
-		rc.SetWriteDeadline(time.Now().Add(ttsWriteTimeout))
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return fmt.Errorf("%w: %w", errBodyWrite, err)
-		}
 		return nil
 	})
+	if err == nil && started {
+		if err = enc.Close(); err == nil {
+			err = body.done()
+		}
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, errBodyWrite):

@@ -37,7 +37,7 @@ func TestSpeechRoute(t *testing.T) {
 		gain        float64
 	}{
 		"wav, OpenAI voice name → default voice": {
-			body:        `{"model":"tts-1","input":"Hello world. The cat sat!","voice":"alloy"}`,
+			body:        `{"model":"tts-1","input":"Hello world. The cat sat!","voice":"alloy","response_format":"wav"}`,
 			contentType: "audio/wav", wav: true, phonemes: "həlˈO wˈɜɹld.ði kˈæt sˈæt!", gain: 1,
 		},
 		"pcm, mounted voice by name, speed": {
@@ -91,10 +91,11 @@ func TestSpeechRouteRefusals(t *testing.T) {
 		"blank input":       {`{"input":"   "}`, 400, "empty_text", "input"},
 		"only emoji":        {`{"input":"🙂🎉"}`, 400, "empty_text", "input"},
 		"voice not mounted": {`{"input":"Hello.","voice":"nobody"}`, 400, "voice_not_mounted", "voice"},
-		"speed too slow":    {`{"input":"Hello.","speed":0.25}`, 400, "speed_out_of_range", "speed"},
+		"speed too slow":    {`{"input":"Hello.","speed":0.2}`, 400, "speed_out_of_range", "speed"},
+		"speed too fast":    {`{"input":"Hello.","speed":4.5}`, 400, "speed_out_of_range", "speed"},
 		"speed zero":        {`{"input":"Hello.","speed":0}`, 400, "speed_out_of_range", "speed"},
-		"mp3":               {`{"input":"Hello.","response_format":"mp3"}`, 400, "unsupported_response_format", "response_format"},
-		"sse stream format": {`{"input":"Hello.","stream_format":"sse"}`, 400, "unsupported_stream_format", "stream_format"},
+		"ogg":               {`{"input":"Hello.","response_format":"ogg"}`, 400, "unsupported_response_format", "response_format"},
+		"chunked stream":    {`{"input":"Hello.","stream_format":"chunks"}`, 400, "unsupported_stream_format", "stream_format"},
 		"input over 4 MiB":  {`{"input":"` + strings.Repeat("a", 5<<20) + `"}`, 413, "text_too_large", "input"},
 	}
 	for name, tc := range tests {

@@ -23,7 +23,7 @@ const MaxUploadBytes = 64 << 20
 // Refusals of POST /v1/audio/transcriptions, by name (shown in OpenAI's error shape).
 var (
 	ErrMissingFile = door.NewRefusal(http.StatusBadRequest, "missing_file",
-		"send the audio as the multipart/form-data field 'file' (WAV, or raw PCM16LE mono 16 kHz)")
+		"send the audio as the multipart/form-data field 'file' (flac, mp3, mp4/m4a, ogg, wav, webm; or raw PCM16LE mono 16 kHz as audio/pcm)")
 	ErrEmptyUpload = door.NewRefusal(http.StatusBadRequest, "empty_upload",
 		"the uploaded file holds no audio")
 	ErrBrokenWAV = door.NewRefusal(http.StatusBadRequest, "invalid_wav",
@@ -41,8 +41,10 @@ var (
 )
 
 // TranscriptionsDoor serves POST /v1/audio/transcriptions, OpenAI-compatible. The multipart
-// field 'file' is a WAV of any common rate and channel count (mixed to mono, resampled to
-// 16 kHz) or, when it does not start with RIFF, raw PCM16LE mono 16 kHz. 'model' is accepted and
+// field 'file' is recognised by its bytes (never its name): WAV of any common rate and channel
+// count (mixed to mono, resampled to 16 kHz), FLAC, MP3, MP4/M4A, Ogg (Opus, Vorbis), WebM, ADTS
+// AAC (uploadformat.go, audio/codec); or raw PCM16LE mono 16 kHz when the part's Content-Type
+// says audio/pcm. Anything else is refused by name (unsupported_audio_format). 'model' is accepted and
 // ignored; 'response_format' is json (default), text, verbose_json, srt or vtt (one cue per window). Audio over 30 s is
 // decoded in 30 s windows, joined with a space.
 type TranscriptionsDoor struct {
@@ -100,11 +102,12 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, door.Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", clip(up.format))))
 		return
 	}
-	src, refusal := openUpload(up.file, up.size)
+	src, closeSrc, refusal := openAnyUpload(up)
 	if refusal != nil {
 		writeOpenAIError(w, refusal)
 		return
 	}
+	defer closeSrc()
 	defer d.svc.opened("transcriptions")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	var segments []verboseSegment
@@ -187,10 +190,11 @@ var ErrAudioTooLong = door.NewRefusal(http.StatusRequestEntityTooLarge, "audio_t
 
 // upload is the form as read: the file (in memory or spooled to disk) and response_format.
 type upload struct {
-	file   io.Reader
-	size   int64
-	format string
-	spool  *os.File // the temporary file, removed by close
+	file        uploadFile
+	size        int64
+	contentType string // the file part's, which only raw PCM is read by
+	format      string
+	spool       *os.File // the temporary file, removed by close
 }
 
 func (u *upload) close() {
@@ -233,6 +237,7 @@ func readUpload(r *http.Request) (*upload, *door.Refusal) {
 		name := part.FormName()
 		if name == "file" && !found {
 			found = true
+			up.contentType = part.Header.Get("Content-Type")
 			if err := up.take(part); err != nil {
 				up.close()
 				return nil, bodyErr(err)
@@ -297,8 +302,8 @@ type uploadAudio struct {
 	ended   bool
 }
 
-// openUpload reads a WAV's header (by its RIFF magic) or takes raw PCM16LE mono 16 kHz, and
-// refuses, before decoding a sample, what cannot be transcribed: a broken or empty file, and one
+// openUpload reads a WAV's header (by its RIFF magic) or takes raw PCM16LE mono 16 kHz (what
+// openAnyUpload hands it: a WAV, or a file declared audio/pcm), and refuses, before decoding a sample, what cannot be transcribed: a broken or empty file, and one
 // holding more than MaxUploadSeconds.
 func openUpload(r io.Reader, size int64) (*uploadAudio, *door.Refusal) {
 	if size == 0 {
@@ -313,17 +318,7 @@ func openUpload(r io.Reader, size int64) (*uploadAudio, *door.Refusal) {
 		if size/2 > MaxUploadSeconds*audio.WhisperSampleRate {
 			return nil, tooLong(float64(size/2) / audio.WhisperSampleRate)
 		}
-		buf := make([]byte, 2*uploadBlockSeconds*audio.WhisperSampleRate)
-		return &uploadAudio{block: func() ([]float32, error) {
-			n, err := io.ReadFull(br, buf)
-			if n > 0 {
-				return audio.PCM16ToFloat32(buf[:n&^1])
-			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				err = io.EOF
-			}
-			return nil, err
-		}}, nil
+		return rawPCMUpload(br), nil
 	}
 	st, err := audio.OpenWAV(br, size)
 	switch {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,13 +36,23 @@ func wavBytes(pcm []float32, rate, channels int) []byte {
 
 func postTranscription(t *testing.T, h *hearingServer, file []byte, fields map[string]string) (*http.Response, []byte) {
 	t.Helper()
+	return postTranscriptionAs(t, h, file, "application/octet-stream", fields)
+}
+
+// postTranscriptionAs posts file as the form's 'file' part with contentType (its name is always
+// audio.wav: the door reads bytes, not names).
+func postTranscriptionAs(t *testing.T, h *hearingServer, file []byte, contentType string, fields map[string]string) (*http.Response, []byte) {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for k, v := range fields {
 		mw.WriteField(k, v)
 	}
 	if file != nil {
-		fw, _ := mw.CreateFormFile("file", "audio.wav")
+		hdr := textproto.MIMEHeader{}
+		hdr.Set("Content-Disposition", `form-data; name="file"; filename="audio.wav"`)
+		hdr.Set("Content-Type", contentType)
+		fw, _ := mw.CreatePart(hdr)
 		fw.Write(file)
 	}
 	mw.Close()
@@ -77,7 +88,11 @@ func TestTranscriptionsFormats(t *testing.T) {
 			if tc.format != "" {
 				fields["response_format"] = tc.format
 			}
-			resp, body := postTranscription(t, h, tc.file, fields)
+			partType := "audio/wav"
+			if strings.HasPrefix(name, "raw") {
+				partType = "audio/pcm"
+			}
+			resp, body := postTranscriptionAs(t, h, tc.file, partType, fields)
 			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != tc.contentType {
 				t.Fatalf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}
@@ -183,7 +198,7 @@ func TestTranscriptionsRefusals(t *testing.T) {
 		"broken WAV header":    {[]byte("RIFF\x10\x00\x00\x00WAVEjunkjunk"), nil, 400, "invalid_wav"},
 		"unsupported encoding": {adpcm, nil, 400, "unsupported_encoding"},
 		"WAV header, no data":  {audio.WAVHeader(16000, 1, 16, 0), nil, 400, "empty_upload"},
-		"odd-length raw PCM":   {[]byte{1, 2, 3}, nil, 400, "odd_length_pcm"},
+		"raw PCM not declared": {audio.Float32ToPCM16(pcm), nil, 415, "unsupported_audio_format"},
 		"unknown format":       {wav, map[string]string{"response_format": "mp3"}, 400, "unsupported_response_format"},
 		// 3,601 s of 8-bit 1 kHz: 3.6 MB, 230 MB once decoded at 16 kHz (the whole was before).
 		"over an hour of audio": {append(audio.WAVHeader(1000, 1, 8, 3601*1000), make([]byte, 3601*1000)...), nil, 413, "audio_too_long"},
@@ -195,6 +210,10 @@ func TestTranscriptionsRefusals(t *testing.T) {
 			}
 			return m
 		}(), 400, "invalid_form"},
+	}
+	odd, body := postTranscriptionAs(t, h, []byte{1, 2, 3}, "audio/L16; rate=16000", nil)
+	if odd.StatusCode != 400 || !strings.Contains(string(body), "odd_length_pcm") {
+		t.Errorf("odd-length raw PCM (audio/L16): %d %s", odd.StatusCode, body)
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

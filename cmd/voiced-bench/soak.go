@@ -11,6 +11,7 @@ import (
 	"math"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"os"
 	"slices"
 	"strings"
@@ -385,7 +386,11 @@ func (b *converseBench) rawDoorLoop(ctx context.Context) {
 		}
 		var form bytes.Buffer
 		mw := multipart.NewWriter(&form)
-		part, _ := mw.CreateFormFile("file", "speech.pcm") // raw PCM16LE mono 16 kHz
+		// Raw PCM16LE mono 16 kHz has no bytes of its own to be recognised by: declared audio/pcm.
+		hdr := textproto.MIMEHeader{}
+		hdr.Set("Content-Disposition", `form-data; name="file"; filename="speech.pcm"`)
+		hdr.Set("Content-Type", "audio/pcm")
+		part, _ := mw.CreatePart(hdr)
 		part.Write(audio.Float32ToPCM16(audio.Resample(f, rate24k, rate16k)))
 		mw.WriteField("model", "whisper-1")
 		mw.Close()
