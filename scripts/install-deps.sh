@@ -2,7 +2,7 @@
 # Installs the Debian packages voiced needs to build and test, only those missing.
 # Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses)
 set -euo pipefail
-pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 gcc make ca-certificates)
+pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libwebrtc-audio-processing-dev libspeexdsp-dev g++ gcc make ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
 fi
