@@ -111,6 +111,10 @@ type SessionPatch struct {
 	ToolChoice      Field[ToolChoice]
 	Temperature     Field[float64] // beta only, 0.6..1.2
 	MaxOutputTokens Field[int]     // 1..4096, 0 = "inf"
+	// voiced's own (room.go): voiced.echo_cancellation (null: the transport's default) and
+	// voiced.interruption (null: every speech_started cancels).
+	EchoCancellation Field[bool]
+	Interruption     Field[Interruption]
 	// Ignored lists the parameters accepted and not applied (tracing,
 	// truncation, prompt, reasoning, include, client_secret, MCP tool
 	// entries), for the session to log as a warning.

@@ -66,6 +66,10 @@ var sessionFields = []sessionField{
 		set: to(func(p *SessionPatch) *Field[Transcription] { return &p.Transcription }, parseTranscription)},
 	{beta: "input_audio_noise_reduction", ga: "audio.input.noise_reduction", transcription: true,
 		set: to(func(p *SessionPatch) *Field[string] { return &p.NoiseReduction }, parseNoiseReduction)},
+	{beta: "voiced.echo_cancellation", ga: "voiced.echo_cancellation",
+		set: to(func(p *SessionPatch) *Field[bool] { return &p.EchoCancellation }, parseBoolField)},
+	{beta: "voiced.interruption", ga: "voiced.interruption",
+		set: to(func(p *SessionPatch) *Field[Interruption] { return &p.Interruption }, parseInterruption)},
 	{beta: "temperature", set: to(func(p *SessionPatch) *Field[float64] { return &p.Temperature }, parseTemperature)},
 }
 
