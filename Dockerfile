@@ -33,9 +33,10 @@ COPY --from=build /src/third_party/onnxruntime/libonnxruntime.so.1 /
 FROM ${RUNTIME_BASE}
 ARG DEBIAN_FRONTEND=noninteractive
 # Runtime libraries only: espeak-ng (Kokoro's G2P), libopus (WebRTC audio, Ogg Opus), libmp3lame
-# (mp3 speech) and ffmpeg (AAC speech; m4a, webm, flac, Vorbis uploads).
+# (mp3 speech), ffmpeg (AAC speech; m4a, webm, flac, Vorbis uploads), the echo canceller and noise
+# suppressor (libwebrtc-audio-processing, libspeexdsp: audio/aec).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libespeak-ng1 espeak-ng-data libopus0 libmp3lame0 ffmpeg ca-certificates \
+ && apt-get install -y --no-install-recommends libespeak-ng1 espeak-ng-data libopus0 libmp3lame0 ffmpeg libwebrtc-audio-processing1 libspeexdsp1 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin voiced \
  && mkdir -p /models /data && chown voiced /data

@@ -2,8 +2,9 @@
 # Installs the Debian packages voiced needs to build and test, only those missing.
 # Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses)
 set -euo pipefail
-# libmp3lame-dev: mp3 speech (cgo); ffmpeg: AAC speech and m4a/webm/flac/Vorbis uploads (audio/codec).
-pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libmp3lame-dev ffmpeg gcc make ca-certificates)
+# libmp3lame-dev: mp3 speech (cgo); ffmpeg: AAC speech and m4a/webm/flac/Vorbis uploads (audio/codec);
+# libwebrtc-audio-processing-dev, libspeexdsp-dev, g++: the echo canceller (audio/aec, a C++ shim).
+pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libmp3lame-dev ffmpeg libwebrtc-audio-processing-dev libspeexdsp-dev g++ gcc make ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
 fi

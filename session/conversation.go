@@ -63,6 +63,8 @@ type conversation struct {
 	window  mindWindow // where the mind's view of a long conversation starts (truncation.go)
 	replies replies
 	ledger  ledger
+	room    room      // the echo canceller and noise suppressor (room.go), under its own lock
+	pause   pauseGate // holds the replies' audio while speech is judged (interrupt.go)
 }
 
 // handoff is what replies and the input goroutine tell each other (atomics).
@@ -128,6 +130,7 @@ func (c *conversation) run(parent context.Context) {
 		c.in.dropSpeculation()
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
+		c.room.close()
 		writer.Wait()
 		stopDrain()
 		meter.Wait()
@@ -299,6 +302,7 @@ func (c *conversation) configure() error {
 	}
 	c.in.partials.reset()
 	c.in.dropSpeculation()
+	c.dropPending()
 	// The squelch first: a detector reads the VAD pass it lends.
 	if c.in.squelch == nil && c.engines.NewSquelch != nil {
 		q, err := c.engines.NewSquelch()
@@ -323,7 +327,7 @@ func (c *conversation) configure() error {
 			c.in.detectBase = c.in.input.timeline
 		}
 	}
-	return nil
+	return c.configureRoom()
 }
 
 // fail reports a failure to start and closes: the client's (a session object it carried that

@@ -25,10 +25,12 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			return
 		}
 		raw, pcm := c.in.input.takeAll()
+		c.dropPending()
 		c.in.resetTurn()
 		c.commit(c.in.takeSpeechItem(), raw, pcm, noSpan)
 	case *wire.InputAudioBufferClear:
 		c.in.input.clear()
+		c.dropPending()
 		c.in.resetTurn()
 		c.in.speechItem = ""
 		c.send(wire.InputAudioBufferCleared{})
@@ -52,6 +54,7 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 			c.send(err)
 			return
 		}
+		c.room.dropFar() // the client stopped playing there
 		c.send(wire.ConversationItemTruncated{ItemID: e.ItemID, ContentIndex: e.ContentIndex, AudioEndMs: e.AudioEndMs})
 	case *wire.ResponseCreate:
 		if err := c.startReply(e.Response, id); err != nil {
@@ -65,6 +68,7 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 		// With a Player the unplayed audio is cut here; over a WebSocket the client holds it and
 		// there is no buffer here to clear.
 		c.clearPlayback(true)
+		c.room.dropFar()
 	default:
 		c.send(wire.ErrInvalidEvent(id, fmt.Sprintf("The event type '%s' is not supported.", ev.EventType())))
 	}
@@ -106,6 +110,12 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 			c.sendError(wire.ErrServer("the session's audio settings could not be applied: "+err.Error(), u.ClientEventID()))
 			return
 		}
+	}
+	if err := c.configureRoom(); err != nil {
+		c.in.sess = prev
+		c.configureRoom()
+		c.sendError(wire.ErrServer("the session's audio settings could not be applied: "+err.Error(), u.ClientEventID()))
+		return
 	}
 	c.send(wire.SessionUpdated{Session: c.in.sess})
 }
@@ -183,6 +193,7 @@ func (c *conversation) hearPiece(raw []byte, eventID string) bool {
 // has heard it (inputSide.hear: the turn detector, then the squelch): the failures are reported,
 // what the squelch passed is billed, then the turn events act (see hearPiece).
 func (c *conversation) heard(pcm []float32) bool {
+	pcm = c.cleanInput(pcm) // echo and noise out before anything hears it (room.go)
 	h := c.in.hear(pcm)
 	if h.detectErr != nil {
 		c.sendError(h.detectErr)
@@ -196,8 +207,10 @@ func (c *conversation) heard(pcm []float32) bool {
 	for _, ev := range h.turns {
 		c.turnEvent(ev)
 	}
+	c.judgeSpeech()
 	c.checkIdleTimeout()
-	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
+	held := c.in.pending != nil // speech judged: partials for its words, none streamed yet
+	if stream := c.in.sess.Transcription != nil && !held; c.in.speechItem != "" && (stream || held || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
 		from := max(0, int(c.in.input.speechStart-c.in.input.start))
 		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, send: c.send},
 			c.in.input.pcm[from:], c.in.input.start+int64(from), c.in.speechItem, stream)
@@ -267,11 +280,15 @@ func (c *conversation) turnEvent(ev turn.Event) {
 // speechStarted: the user took the floor at timeline sample at: the input side starts the turn,
 // then speech_started goes out and, when the session says so, the reply in progress is cut.
 func (c *conversation) speechStarted(at int64) {
+	if c.holdSpeech(at) {
+		return // judged before the client hears of it (interrupt.go)
+	}
 	c.send(c.in.takeFloor(at))
 	c.turns.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited
 	if c.in.sess.TurnDetection.InterruptResponse {
 		c.cancelReply("", errTurnDetected)
 		c.clearPlayback(false)
+		c.room.dropFar()
 	}
 }
 
@@ -279,6 +296,9 @@ func (c *conversation) speechStarted(at int64) {
 // speech ended (0: not said). The input side hands over the turn; speech_stopped goes out, the
 // turn is committed and, when the session says so, answered.
 func (c *conversation) speechStopped(at, speechEnd int64) {
+	if c.speechEnded(at, speechEnd) {
+		return // no interruption: dropped, the reply resumes (interrupt.go)
+	}
 	y := c.in.yieldFloor(at, speechEnd)
 	c.send(y.stopped)
 	turnEnd := time.Now()

@@ -71,6 +71,7 @@ type inputSide struct {
 	speechItem  string // the user item named by speech_started, until committed
 	partials    partials
 	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
+	pending     *pending     // speech during a reply, not yet judged an interruption (interrupt.go)
 	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
 	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
 	// the end of the last response's audio) while armed; speech disarms it.

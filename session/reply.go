@@ -173,7 +173,9 @@ type replyParts struct {
 	turns   *handoff
 	voice   Voice
 	mind    mind.Mind
-	player  Player // the transport's (nil: audio in delta events)
+	player  Player     // the transport's (nil: audio in delta events)
+	room    *room      // the echo canceller: the audio sent is its reference
+	pause   *pauseGate // holds the audio while speech is judged (interrupt.go)
 	// idleTimeout restarts the idle timer at the reply's end; now is the server's clock.
 	idleTimeout time.Duration
 	now         func() time.Time
@@ -187,7 +189,7 @@ type replyParts struct {
 func (c *conversation) replyParts() *replyParts {
 	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
 		hist: &c.hist, window: &c.window, budget: c.srv.cfg.MindContextTokens, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
-		voice: c.engines.Voice, mind: c.engines.Mind, player: c.media.Player,
+		voice: c.engines.Voice, mind: c.engines.Mind, player: c.media.Player, room: &c.room, pause: &c.pause,
 		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
 }
 
@@ -410,6 +412,9 @@ func (run *replyRun) say(piece string) error {
 			if err := run.ctx.Err(); err != nil {
 				return err
 			}
+			if err := p.pause.wait(run.ctx); err != nil {
+				return err
+			}
 			n := min(len(pcm), deltaSamples)
 			if p.player != nil {
 				// Over a player the seconds are what it plays: takePlayed counts and spends them
@@ -417,6 +422,7 @@ func (run *replyRun) say(piece string) error {
 				if err := run.play(piece, pcm[:n]); err != nil {
 					return err
 				}
+				p.room.far(pcm[:n])
 				p.ledger.meterNow()
 				sent += n
 				pcm = pcm[n:]
@@ -437,6 +443,7 @@ func (run *replyRun) say(piece string) error {
 			}
 			if n > 0 {
 				run.emitAudio(run.encode(pcm[:n]))
+				p.room.far(pcm[:n])
 				p.ledger.spokenSamples.Add(int64(n))
 			}
 			if got < want {

@@ -57,6 +57,11 @@ type Config struct {
 	// False (the zero value): the mind is asked once the turn has ended. cmd/voiced's --speculate
 	// turns it on by default.
 	Speculate bool
+	// EchoCancel: a session that does not say (voiced.echo_cancellation null) gets the echo
+	// canceller by its transport (room.go: on over a WebSocket, off on a WebRTC call). False (the
+	// zero value): only a session that asks gets it. cmd/voiced's --echo-cancellation turns it on
+	// by default.
+	EchoCancel bool
 	// EventRate and EventBurst limit the client events of one connection (ratelimit.go;
 	// input_audio_buffer.append is not counted): EventRate a second sustained, EventBurst at
 	// once. Zero takes DefaultEventRate / DefaultEventBurst; a negative EventRate turns it off.

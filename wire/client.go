@@ -115,6 +115,10 @@ type SessionPatch struct {
 	ParallelToolCalls Field[bool]
 	// Truncation: how the history sent to the mind is kept under its budget.
 	Truncation Field[Truncation]
+	// voiced's own (room.go): voiced.echo_cancellation (null: the transport's default) and
+	// voiced.interruption (null: every speech_started cancels).
+	EchoCancellation Field[bool]
+	Interruption     Field[Interruption]
 	// Ignored lists the parameters accepted and not applied (tracing,
 	// prompt, reasoning, include, client_secret), for the session to log
 	// as a warning.

@@ -28,6 +28,9 @@ type Session struct {
 	// ParallelToolCalls: the mind may make several function calls in one answer (default true).
 	ParallelToolCalls bool
 	Truncation        Truncation // zero: auto
+	// voiced's own (room.go): nil is the default (the transport's; cancel at every speech_started).
+	EchoCancellation *bool
+	Interruption     *Interruption
 }
 
 // Defaults of a new session (docs §7).
@@ -106,6 +109,18 @@ func (s *Session) Apply(u *SessionUpdate) error {
 	}
 	if p.Truncation.Present {
 		next.Truncation = p.Truncation.Value // null: auto
+	}
+	if p.EchoCancellation.Present {
+		next.EchoCancellation = nil
+		if !p.EchoCancellation.Null {
+			next.EchoCancellation = new(p.EchoCancellation.Value)
+		}
+	}
+	if p.Interruption.Present {
+		next.Interruption = nil
+		if !p.Interruption.Null {
+			next.Interruption = new(p.Interruption.Value)
+		}
 	}
 	if next.ToolChoice.Mode == ToolChoiceFunction && !slices.ContainsFunc(next.Tools, func(t Tool) bool { return t.Name == next.ToolChoice.Name }) {
 		return ErrInvalidValue("session.tool_choice", u.EventID, "Invalid value: tool_choice names function '%s', which is not in tools.", clip(next.ToolChoice.Name))
@@ -204,6 +219,7 @@ type betaSessionJSON struct {
 	Speed                    float64            `json:"speed"`
 	Tracing                  any                `json:"tracing"`
 	Include                  any                `json:"include"`
+	Voiced                   *voicedJSON        `json:"voiced,omitempty"`
 }
 
 type betaTranscriptionSessionJSON struct {
@@ -251,6 +267,7 @@ type gaSessionJSON struct {
 	ExpiresAt        int64       `json:"expires_at"`
 	Audio            gaAudioJSON `json:"audio"`
 	Include          any         `json:"include"`
+	Voiced           *voicedJSON `json:"voiced,omitempty"`
 }
 
 type gaTranscriptionSessionJSON struct {
@@ -280,6 +297,7 @@ func (s *Session) wire(d Dialect) any {
 			InputAudioTranscription: s.Transcription, InputAudioNoiseReduction: noiseWire(s.NoiseReduction),
 			TurnDetection: s.TurnDetection.wire(), Tools: toolsWire(s.Tools), ToolChoice: s.ToolChoice.wire(Beta),
 			Temperature: s.Temperature, MaxResponseOutputTokens: maxTokensWire(s.MaxOutputTokens), Speed: s.Speed,
+			Voiced: s.voicedWire(),
 		}
 	}
 	in := gaAudioInputJSON{
@@ -295,7 +313,8 @@ func (s *Session) wire(d Dialect) any {
 		OutputModalities: modalitiesWire(s.TextOnly, GA), Instructions: s.Instructions,
 		Tools: toolsWire(s.Tools), ToolChoice: s.ToolChoice.wire(GA), MaxOutputTokens: maxTokensWire(s.MaxOutputTokens),
 		Truncation: s.Truncation.wire(), ExpiresAt: s.ExpiresAt,
-		Audio: gaAudioJSON{Input: in, Output: &gaAudioOutputJSON{Format: s.OutputFormat.wire(GA), Voice: s.Voice, Speed: s.Speed}},
+		Audio:  gaAudioJSON{Input: in, Output: &gaAudioOutputJSON{Format: s.OutputFormat.wire(GA), Voice: s.Voice, Speed: s.Speed}},
+		Voiced: s.voicedWire(),
 	}
 }
 

@@ -30,6 +30,7 @@ type conversationConfig struct {
 	conversationBytes, mindContextTokens                    int
 	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
+	echoCancel                                              bool
 }
 
 func (c *conversationConfig) flags(fs *flag.FlagSet) {
@@ -55,6 +56,7 @@ func (c *conversationConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.mindURL, "mind-url", "", "an OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (POST …/chat/completions, stream:true)")
 	fs.StringVar(&c.mindModel, "mind-model", "", "the model name sent to --mind-url")
 	fs.StringVar(&c.mindKeyFile, "mind-key-file", "", "file holding the API key for --mind-url (sent as Authorization: Bearer)")
+	fs.BoolVar(&c.echoCancel, "echo-cancellation", true, "cancel the reply audio the server sent from the microphone of sessions that do not say (voiced.echo_cancellation): on for WebSocket sessions, off for WebRTC calls (the browser cancels its own echo)")
 	fs.BoolVar(&c.speculate, "speculate", true, "semantic_vad: ask the mind on the partial transcript once it reads finished, before the turn ends, and use the answer when the final transcript matches (a mind that bills per call pays for the discarded ones; server_vad never speculates)")
 	fs.IntVar(&c.mindContextTokens, "mind-context-tokens", session.DefaultMindContextTokens, "the --mind-model's room for the conversation after its instructions and tools, in estimated tokens (4 bytes of text, 85/765 an image); a longer history is shown from a later turn (session.truncation), the client keeps every item")
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
@@ -111,7 +113,7 @@ func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcor
 	cfg := session.Config{
 		Verifier: verifier, Tickets: tickets, Origins: app.Origins,
 		MaxConversations: c.maxConversations, MaxPerTenant: c.maxPerTenant, TicketTTL: c.ticketTTL,
-		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EventRate: c.eventRate, EventBurst: c.eventBurst,
+		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EchoCancel: c.echoCancel, EventRate: c.eventRate, EventBurst: c.eventBurst,
 		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, MindContextTokens: c.mindContextTokens, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
 		Engines: bridge.Engines(svc, mnd, m),

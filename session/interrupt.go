@@ -1,0 +1,230 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/voiced/voiced/wire"
+)
+
+// Interruptions that are meant (issue 22), under a session's voiced.interruption: speech that
+// starts while a reply runs pauses the reply (its writer sends nothing more; playback position
+// kept) and is judged before the client hears of it. It interrupts once it has lasted
+// min_duration_ms and, with min_words, once its partial transcript holds that many words that
+// are not a backchannel alone ("mm-hm", "yeah", "right", …); then speech_started goes out (its
+// audio_start_ms where the speech began) and the reply is cancelled and truncated as before. If
+// the speech ends first, it was none: the turn is dropped without an event (no speech_started, no
+// item) and the reply resumes where it paused. A client therefore never sees a speech_started it
+// must take back: OpenAI's clients cut their playback on it (openai-agents-js truncates at once,
+// realtime-api-beta cancels), so it is sent only for a real interruption.
+
+// pending is speech heard during a reply and not yet judged (input goroutine).
+type pending struct {
+	started wire.InputAudioBufferSpeechStarted // withheld until judged an interruption
+	onset   int64                              // timeline sample where the speech itself began
+}
+
+// pauseGate holds the replies' writers while speech is judged: wait returns at once while open.
+// Any goroutine.
+type pauseGate struct {
+	mu     sync.Mutex
+	closed chan struct{} // nil: open; else closed when opened again
+}
+
+// hold pauses the replies before their next audio.
+func (g *pauseGate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed == nil {
+		g.closed = make(chan struct{})
+	}
+}
+
+// release resumes them.
+func (g *pauseGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed != nil {
+		close(g.closed)
+		g.closed = nil
+	}
+}
+
+// held says whether the gate holds the replies.
+func (g *pauseGate) held() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed != nil
+}
+
+// wait returns once the gate is open, or ctx's error.
+func (g *pauseGate) wait(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	ch := g.closed
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// holdSpeech takes speech that started at timeline sample at (prefix padding included) into
+// judgement when the session asks for it and a reply is running: the turn is opened, its
+// speech_started withheld, the replies paused. False: speech_started goes out as before.
+func (c *conversation) holdSpeech(at int64) bool {
+	td := c.in.sess.TurnDetection
+	if c.in.sess.Interruption == nil || !td.InterruptResponse || !c.replies.answeringLive() {
+		return false
+	}
+	ev := c.in.takeFloor(at)
+	onset := min(at+int64(td.PrefixPaddingMs)*hearRate/1000, c.in.input.timeline)
+	c.in.pending = &pending{started: ev, onset: onset}
+	c.pause.hold()
+	return true
+}
+
+// judgeSpeech decides on the speech held, after each step of audio: an interruption once it
+// qualifies (or once no reply is left to protect).
+func (c *conversation) judgeSpeech() {
+	p := c.in.pending
+	if p == nil {
+		return
+	}
+	if !c.replies.answeringLive() || c.interrupts(c.in.input.timeline-p.onset, c.in.partials.Partial()) {
+		c.interruptNow()
+	}
+}
+
+// interrupts says whether speech that has lasted n samples, its partial transcript text,
+// interrupts the reply.
+func (c *conversation) interrupts(n int64, text string) bool {
+	rule := c.in.sess.Interruption
+	if n < int64(rule.MinDurationMs)*hearRate/1000 {
+		return false
+	}
+	if rule.MinWords == 0 {
+		return true
+	}
+	words := wordsOf(text)
+	return len(words) >= rule.MinWords && !backchannel(words, c.language())
+}
+
+// interruptNow: the speech held is an interruption: speech_started goes out and the reply is
+// cut as it was before judgement existed.
+func (c *conversation) interruptNow() {
+	p := c.in.pending
+	c.in.pending = nil
+	c.send(p.started)
+	c.turns.answerSince.Store(0)
+	c.cancelReply("", errTurnDetected)
+	c.clearPlayback(false)
+	c.room.dropFar()
+	c.pause.release() // the cancelled writer returns
+}
+
+// speechEnded judges the speech held when it ends at timeline sample at: an interruption by its
+// last partial, else none: the turn is dropped without a word to the client and the reply
+// resumes. True when the turn is dropped.
+func (c *conversation) speechEnded(at, speechEnd int64) bool {
+	p := c.in.pending
+	if p == nil {
+		return false
+	}
+	end := at
+	if speechEnd > 0 {
+		end = speechEnd
+	}
+	if c.interrupts(end-p.onset, c.in.partials.Partial()) {
+		c.interruptNow()
+		return false
+	}
+	c.in.pending = nil
+	y := c.in.yieldFloor(at, speechEnd)
+	y.spec.drop()
+	c.in.partials.reset()
+	c.log.Debug("speech during a reply was no interruption: the reply resumes", "ms", sampleMs(end-p.onset))
+	c.pause.release()
+	return true
+}
+
+// dropPending forgets speech held when the turn is ended another way (a manual commit, a
+// clear, a new configuration): the reply resumes.
+func (c *conversation) dropPending() {
+	if c.in.pending != nil {
+		c.in.pending = nil
+		c.pause.release()
+	}
+}
+
+// language is the session's transcription language ("" when not said).
+func (c *conversation) language() string {
+	if t := c.in.sess.Transcription; t != nil {
+		return t.Language
+	}
+	return ""
+}
+
+// wordsOf splits a transcript into lower-case words, punctuation dropped ("Mm-hmm." → mm hmm).
+func wordsOf(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	})
+}
+
+// backchannels are the words that, alone or repeated, say "go on" rather than take the floor,
+// per served language (ISO-639-1, Whisper's codes). A session with no transcription language
+// uses them all.
+var backchannels = map[string][]string{
+	"en": {"mm", "mmm", "hm", "hmm", "mhm", "uh", "huh", "um", "ah", "oh", "yeah", "yes", "yep", "yup", "ya",
+		"ok", "okay", "right", "sure", "alright", "aha", "i", "see", "got", "it", "cool", "nice", "wow", "true", "exactly", "uhhuh"},
+	"es": {"sí", "si", "ajá", "aja", "vale", "claro", "ya", "mhm", "eh", "bueno", "exacto"},
+	"fr": {"oui", "ouais", "d'accord", "accord", "ok", "mhm", "hum", "ah", "bon", "voilà", "exactement"},
+	"de": {"ja", "jaja", "genau", "okay", "ok", "mhm", "hm", "aha", "stimmt", "klar", "richtig"},
+	"it": {"sì", "si", "certo", "ok", "okay", "mhm", "ah", "già", "esatto", "va", "bene"},
+	"pt": {"sim", "é", "ok", "tá", "ta", "certo", "claro", "mhm", "aham", "uhum", "exato"},
+}
+
+var allBackchannels = func() map[string]bool {
+	all := map[string]bool{}
+	for _, ws := range backchannels {
+		for _, w := range ws {
+			all[w] = true
+		}
+	}
+	return all
+}()
+
+var backchannelSets = func() map[string]map[string]bool {
+	sets := map[string]map[string]bool{}
+	for lang, ws := range backchannels {
+		sets[lang] = map[string]bool{}
+		for _, w := range ws {
+			sets[lang][w] = true
+		}
+	}
+	return sets
+}()
+
+// backchannel says whether words are a backchannel alone in language lang.
+func backchannel(words []string, lang string) bool {
+	set, ok := backchannelSets[strings.ToLower(lang)]
+	if !ok {
+		set = allBackchannels
+	}
+	for _, w := range words {
+		if !set[w] {
+			return false
+		}
+	}
+	return len(words) > 0
+}
