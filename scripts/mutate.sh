@@ -46,7 +46,7 @@ for n in "${names[@]}"; do
   door) run door door "" true ;;
   meter) run meter meter "" true ;;
   # cmd/voiced's whole suite starts servers (minutes): the service-token check has its own tests.
-  auth) run auth cmd/voiced '^(TestBearerServiceToken|TestServiceTokenPrecedence)$' keep cmd/voiced auth.go ;;
+  auth) run auth cmd/voiced '^(TestBearerServiceToken|TestServiceTokenPrecedence|TestAuthValidate)$' keep cmd/voiced auth.go ;;
   *) echo "unknown package set $n (session door meter auth)" >&2; exit 2 ;;
   esac
 done

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"flag"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiced/voiced/door"
 )
 
 // TestBearerServiceToken: only Authorization: Bearer <the token> passes; the scheme's case and
@@ -78,4 +85,87 @@ func TestBearerServiceToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAuthValidate: serving needs exactly one of a service token and --insecure-no-auth; the token
+// guards every route through bearer and counts refusals on voiced_sessions_refused_total.
+func TestAuthValidate(t *testing.T) {
+	defer func(old func(string) (string, bool)) { lookupEnv = old }(lookupEnv)
+	for _, tc := range []struct {
+		name     string
+		env      string // VOICED_TOKEN, "" unset
+		insecure bool
+		wantErr  string
+		open     bool // every route open
+	}{
+		{"token", "tok", false, "", false},
+		{"neither", "", false, "no service token: give --token-file FILE or VOICED_TOKEN", false},
+		{"both", "tok", true, "--insecure-no-auth and a service token (VOICED_TOKEN) both given", false},
+		{"insecure", "", true, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lookupEnv = func(k string) (string, bool) {
+				if k == "VOICED_TOKEN" && tc.env != "" {
+					return tc.env, true
+				}
+				return "", false
+			}
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			reg := prometheus.NewRegistry()
+			app := &App{flagSet: fs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: reg}
+			err := (&authConfig{insecure: tc.insecure}).validate(app)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("validate: %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := app.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/transcribe", nil))
+			if got := rec.Code == http.StatusNoContent; got != tc.open {
+				t.Fatalf("a request without a token: %d, want open=%v", rec.Code, tc.open)
+			}
+			if tc.open {
+				if app.serviceToken != nil {
+					t.Errorf("insecure: serviceToken %q, want nil", app.serviceToken)
+				}
+				return
+			}
+			if string(app.serviceToken) != tc.env {
+				t.Errorf("serviceToken %q, want %q", app.serviceToken, tc.env)
+			}
+			if n := refusedAuth(t, reg); n != 1 {
+				t.Errorf("voiced_sessions_refused_total{kind=service,reason=auth} = %v, want 1", n)
+			}
+		})
+	}
+}
+
+// refusedAuth reads voiced_sessions_refused_total{kind="service",reason="auth"} from reg.
+func refusedAuth(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != door.MetricSessionsRefused {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == "service" && labels["reason"] == door.ReasonAuth {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("%s{kind=service,reason=%s} is not registered", door.MetricSessionsRefused, door.ReasonAuth)
+	return 0
 }
