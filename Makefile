@@ -26,7 +26,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_RUNTIME_LIB) -
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
 
-.PHONY: setup build run test node-deps test-short bench soak fuzz vet fmt clean fixture env
+.PHONY: setup build run test test-deps mutate node-deps test-short bench soak fuzz vet fmt clean fixture env
 
 setup:
 	scripts/install-deps.sh
@@ -52,15 +52,30 @@ run: build
 	bin/voiced serve --bind $(BIND) --token-file var/token --data-dir var/data --jwt-secret-file var/jwt-secret \
 		--speech-assets "$${VOICED_SPEECH_ASSETS:-$(MOUNT)}"
 
-# Starts the loopback PostgreSQL/Redis servers the meter and ticket tests use, when installed.
-test: build node-deps
+# The whole suite: installs what the tests need first (scripts/install-deps.sh --test, as .ci/run
+# does: only the missing Debian packages), starts the loopback PostgreSQL/Redis servers the meter
+# and ticket tests use, and ends with internal/testsum's count of passed, failed and skipped tests
+# and each skip's name. Under CI=true a skip outside testsum's allow-list fails the run.
+# TEST_DEPS=0 leaves the packages alone (what is missing then skips, by name).
+test: build test-deps node-deps
 	$(GO) vet ./...
-	eval "$$(scripts/test-services.sh 2>/dev/null || true)"; $(GO) test -race -count=1 -timeout 20m ./...
-	cd deploy && $(GO) test -count=1 ./...
+	@mkdir -p var
+	@eval "$$(scripts/test-services.sh 2>/dev/null || true)"; \
+	{ $(GO) test -json -race -count=1 -timeout 20m ./...; echo $$? > var/test-rc; \
+	  (cd deploy && $(GO) test -json -count=1 ./...) || echo 1 > var/test-rc; } | $(GO) run ./internal/testsum -rc var/test-rc
+
+test-deps:
+	@if [ "$${TEST_DEPS:-1}" != 0 ]; then scripts/install-deps.sh --test || { \
+		echo "make test needs its test dependencies: run 'scripts/install-deps.sh --test' as root (or TEST_DEPS=0 make test to run without them)"; exit 1; }; fi
+
+# Mutation testing (not part of make test): gremlins over session's tickets, principal, metering and
+# quota, door, meter and the service-token check (scripts/mutate.sh; MUTATE=names picks sets).
+mutate:
+	scripts/mutate.sh $(MUTATE)
 
 # The openai npm package for tests/node, the OpenAI Agents SDK and esbuild for tests/agents, LiveKit's
-# realtime plugin for tests/livekit (offline:
-# the node and Agents SDK tests skip with a message when they are missing).
+# realtime plugin for tests/livekit (offline: the node, Agents SDK and LiveKit tests skip with a
+# message when they are missing, which fails under CI=true).
 node-deps:
 	@for d in tests/node tests/agents tests/livekit; do \
 		if [ ! -d $$d/node_modules ] && command -v npm >/dev/null; then \

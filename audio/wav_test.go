@@ -269,7 +269,7 @@ func sharedData(t testing.TB, parts ...string) string {
 	}
 	path := filepath.Join(append([]string{dir}, parts...)...)
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("reference file %s is absent: %v", path, err)
+		t.Skipf("reference file %s is absent (VOICED_SHARED_DATA): %v", path, err)
 	}
 	return path
 }

@@ -19,7 +19,7 @@ func redisURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("VOICED_TEST_REDIS_URL")
 	if u == "" {
-		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (eval \"$(scripts/test-services.sh)\")")
+		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (Debian package redis-server, scripts/install-deps.sh --test; eval \"$(scripts/test-services.sh)\")")
 	}
 	return u
 }

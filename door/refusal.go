@@ -111,10 +111,10 @@ func Frame(err error) ErrorFrame {
 }
 
 // WriteHeaders sets what a refusal's HTTP answer carries besides its body: Retry-After, and
-// WWW-Authenticate on a 401.
+// WWW-Authenticate on a 401 (unless the door set its own challenge, e.g. with error="invalid_token").
 func WriteHeaders(w http.ResponseWriter, r *Refusal) {
 	SetRetryAfter(w.Header(), r.RetryAfter())
-	if r.Status() == http.StatusUnauthorized {
+	if r.Status() == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voiced"`)
 	}
 }

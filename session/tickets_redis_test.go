@@ -57,7 +57,7 @@ func twoRedisNodes(t *testing.T) (a, b *RedisTickets) {
 	t.Helper()
 	url := os.Getenv("VOICED_TEST_REDIS_URL")
 	if url == "" {
-		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (make test starts one when redis-server is installed)")
+		t.Skip("VOICED_TEST_REDIS_URL unset: no Redis server to test against (make test starts one when the Debian package redis-server is installed: scripts/install-deps.sh --test)")
 	}
 	for _, s := range []**RedisTickets{&a, &b} {
 		st, err := OpenRedisTickets(context.Background(), url)

@@ -132,7 +132,7 @@ func TestTranscriptionsRealWAV(t *testing.T) {
 	}
 	wav, err := os.ReadFile(filepath.Join(dir, "whisper", "jfk.wav"))
 	if os.IsNotExist(err) {
-		t.Skip("jfk.wav absent: skipping the real-file check")
+		t.Skip("jfk.wav absent from VOICED_SHARED_DATA: skipping the real-file check")
 	}
 	if err != nil {
 		t.Fatal(err)

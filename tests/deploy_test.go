@@ -187,7 +187,7 @@ func TestTranscriptAnyNode(t *testing.T) {
 	needFlag(t, "cluster-store", "ticket-store")
 	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		t.Skip("VOICED_TEST_POSTGRES_DSN is not set (make test sets it via scripts/test-services.sh when PostgreSQL is installed)")
+		t.Skip("VOICED_TEST_POSTGRES_DSN is not set (make test sets it via scripts/test-services.sh when the Debian package postgresql is installed: scripts/install-deps.sh --test)")
 	}
 	rd := startPrivateRedis(t)
 	// Every node shares the service token: a forwarded request carries the client's.

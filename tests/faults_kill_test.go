@@ -46,7 +46,7 @@ func TestFaultsKill9UnderLoadPostgres(t *testing.T) {
 	checkLeaks(t)
 	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset: PostgreSQL (Debian package postgresql, scripts/install-deps.sh --test) started by scripts/test-services.sh")
 	}
 	kill9UnderLoad(t, []string{"--meter-dsn", dsn})
 }
@@ -166,7 +166,7 @@ func TestFaultsKill9RawDoorsPostgres(t *testing.T) {
 	checkLeaks(t)
 	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset: PostgreSQL (Debian package postgresql, scripts/install-deps.sh --test) started by scripts/test-services.sh")
 	}
 	kill9RawDoors(t, []string{"--meter-dsn", privateSchema(t, dsn)})
 }

@@ -136,7 +136,7 @@ func TestFaultsPostgresAway(t *testing.T) {
 	checkLeaks(t)
 	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset: PostgreSQL (Debian package postgresql, scripts/install-deps.sh --test) started by scripts/test-services.sh")
 	}
 	var link *storeLink
 	proxied := viaLink(t, dsn, func(target string) *storeLink { link = startStoreLink(t, target); return link })
@@ -252,7 +252,7 @@ func TestFaultsPostgresAwayQuota(t *testing.T) {
 	needFlag(t, "quota-seconds-per-day")
 	dsn := os.Getenv("VOICED_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		t.Skip("VOICED_TEST_POSTGRES_DSN is unset (eval \"$(scripts/test-services.sh)\" starts Postgres)")
+		t.Skip("VOICED_TEST_POSTGRES_DSN is unset: PostgreSQL (Debian package postgresql, scripts/install-deps.sh --test) started by scripts/test-services.sh")
 	}
 	var link *storeLink
 	proxied := viaLink(t, dsn, func(target string) *storeLink { link = startStoreLink(t, target); return link })

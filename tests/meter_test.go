@@ -147,7 +147,7 @@ func TestMeterTwoNodes(t *testing.T) {
 	checkLeaks(t)
 	redisURL, dsn := os.Getenv("VOICED_TEST_REDIS_URL"), os.Getenv("VOICED_TEST_POSTGRES_DSN")
 	if redisURL == "" || dsn == "" {
-		t.Skip("VOICED_TEST_REDIS_URL and VOICED_TEST_POSTGRES_DSN are not set (make test sets them via scripts/test-services.sh when Redis and PostgreSQL are installed)")
+		t.Skip("VOICED_TEST_REDIS_URL and VOICED_TEST_POSTGRES_DSN are not set (make test sets them via scripts/test-services.sh when the Debian packages redis-server and postgresql are installed: scripts/install-deps.sh --test)")
 	}
 	needFlag(t, "ticket-store", "meter-dsn")
 	shared := serverOpts{Args: []string{"--ticket-store", redisURL, "--meter-dsn", dsn}}

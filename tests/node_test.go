@@ -19,11 +19,11 @@ func nodeScript(t *testing.T, script string, env []string, args ...string) []str
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the openai npm package tests need Node 20")
+		t.Skip("node is not installed (Debian package nodejs, with npm: scripts/install-deps.sh): the openai npm package tests need Node 20")
 	}
 	dir, _ := filepath.Abs("node")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
-		t.Skip("tests/node/node_modules is missing: run `npm ci` in tests/node (make test does when npm is available)")
+		t.Skip("tests/node/node_modules is missing: run `make node-deps` (npm ci in tests/node: the npm package openai)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -223,7 +223,7 @@ func TestVerifyReportsEveryProblem(t *testing.T) {
 // sha256sum -c accepts what WriteManifest writes: the manifest really is GNU format.
 func TestManifestIsGNUFormat(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/sha256sum"); err != nil {
-		t.Skip("sha256sum not installed")
+		t.Skip("sha256sum is not installed (Debian package coreutils)")
 	}
 	dir := writeMount(t)
 	out, err := runSha256sum(dir)

@@ -17,7 +17,7 @@ func sharedData(t testing.TB, rel string) string {
 	}
 	p := filepath.Join(root, rel)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("reference file %s absent: cross-check skipped", p)
+		t.Skipf("reference file %s absent (VOICED_SHARED_DATA): cross-check skipped", p)
 	}
 	return p
 }

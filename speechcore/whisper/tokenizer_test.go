@@ -23,7 +23,7 @@ func tiktokenTokenizer(t testing.TB, name string) (*Tokenizer, [][]byte) {
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "whisper", name))
 	if os.IsNotExist(err) {
-		t.Skipf("%s absent: skipping the real-vocabulary check", filepath.Join(dir, "whisper", name))
+		t.Skipf("%s absent (VOICED_SHARED_DATA, the reference data): skipping the real-vocabulary check", filepath.Join(dir, "whisper", name))
 	}
 	if err != nil {
 		t.Fatal(err)
