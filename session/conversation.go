@@ -274,7 +274,11 @@ func (c *conversation) overBytes(event []byte) bool {
 
 // start sends session.created, with the ticket's session config applied first.
 func (c *conversation) start() error {
-	if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
+	if c.grant.Type == wire.SessionTranscription {
+		if err := c.startTranscription(); err != nil { // transcription.go
+			return err
+		}
+	} else if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
 		if err := applySessionObject(&c.in.sess, c.grant.Session, c.in.dialect); err != nil {
 			return err
 		}
