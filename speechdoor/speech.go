@@ -162,7 +162,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := write(audio.Int16ToBytes(c.PCM)); err != nil {
 			return err
 		}
-		d.svc.spoken(float64(len(c.PCM)) / kokoro.SampleRate)
+		d.svc.tab(r).spoken(float64(len(c.PCM)) / kokoro.SampleRate)
 		pieceStart = time.Now()
 		rc.SetWriteDeadline(time.Now().Add(ttsWriteTimeout))
 		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
