@@ -23,3 +23,13 @@ func (s *Server) Speaker(r *http.Request) (Principal, error) {
 	}
 	return g.Principal, nil
 }
+
+// VerifyPrincipal verifies r's principal JWT (Authorization: Bearer, X-Org-Id by the org rule),
+// as the minting routes do: a principal reading its own usage.
+func (s *Server) VerifyPrincipal(r *http.Request) (Principal, error) {
+	p, err := s.principal(r)
+	if err != nil {
+		return Principal{}, withReason(err, door.ReasonAuth)
+	}
+	return p, nil
+}

@@ -71,7 +71,8 @@ func (p *parts) start(ctx context.Context, app *App) (part string, err error) {
 		return "cluster", err
 	}
 	transcriptPeers, callPeers := clusterPeers(node)
-	m, err := p.meter.start(ctx, app)
+	sp := &speakers{} // speakers.go: the raw doors bill the credential's principal; usage reads its own
+	m, err := p.meter.start(ctx, app, sp)
 	if err != nil {
 		return "meter", err
 	}
@@ -79,7 +80,6 @@ func (p *parts) start(ctx context.Context, app *App) (part string, err error) {
 	if err != nil {
 		return "tickets", err
 	}
-	sp := &speakers{} // speakers.go: the raw doors bill the credential's principal
 	svc, err := p.speech.start(ctx, app, transcriptPeers, m, sp)
 	if err != nil {
 		return "speech", err

@@ -113,3 +113,37 @@ func namedSpeaker(r *http.Request) (speechdoor.Speaker, error) {
 	}
 	return who, nil
 }
+
+var errOthersUsage = door.NewRefusal(http.StatusForbidden, "forbidden_principal",
+	"a principal's JWT reads that principal's own usage only: leave out principal= or name yourself")
+
+// usageAuth opens a usage route to the service token (every principal's usage) and to a
+// principal's JWT (its own: the principal filter is set to it; naming another is refused).
+func (sp *speakers) usageAuth(app *App, h http.Handler) http.Handler {
+	service := requireAuth(app, h)
+	var want [sha256.Size]byte
+	if app.serviceToken != nil {
+		want = sha256.Sum256(app.serviceToken)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conv := sp.conv.Load()
+		if conv == nil || !principalCredential(r, app.serviceToken != nil, want) {
+			service.ServeHTTP(w, r)
+			return
+		}
+		p, err := conv.VerifyPrincipal(r)
+		if err != nil {
+			conv.Refuse(w, err)
+			return
+		}
+		q := r.URL.Query()
+		if named := q.Get("principal"); named != "" && named != p.Subject {
+			door.WriteError(w, errOthersUsage)
+			return
+		}
+		q.Set("principal", p.Subject)
+		r2 := r.Clone(r.Context())
+		r2.URL.RawQuery = q.Encode()
+		h.ServeHTTP(w, r2)
+	})
+}
