@@ -42,7 +42,7 @@ type outbox struct {
 
 	conn   transportConn // what the writer writes
 	w      *door.Writer
-	closed atomic.Bool // a close has been queued; further events are dropped
+	closed atomic.Bool            // a close has been queued; further events are dropped
 	reason atomic.Pointer[string] // the close's reason (the session's usage record, usage_record.go)
 
 	queue sync.Mutex

@@ -70,7 +70,7 @@ func (c *meterConfig) start(ctx context.Context, app *App, sp *speakers) (*meter
 	m := meter.New(store, meter.Config{QuotaSecondsPerDay: c.quota, QuotaStaleAfter: stale, Log: app.Log.With("component", "meter")})
 	app.ReadyCheck("meter_store_unavailable", m.Ping)
 	app.Metrics.MustRegister(m.Collectors()...)
-	app.HandlePublic("GET /v1/usage", sp.usageAuth(app, m.UsageHandler()))                  // speakers.go: a principal reads its own
+	app.HandlePublic("GET /v1/usage", sp.usageAuth(app, m.UsageHandler()))             // speakers.go: a principal reads its own
 	app.HandlePublic("GET /v1/usage/sessions", sp.usageAuth(app, m.SessionsHandler())) // issue 20: usage per session
 	app.OnShutdown(func(ctx context.Context) error {
 		err := m.Close(ctx)
