@@ -62,9 +62,10 @@ var _ SessionStore = (*SQL)(nil)
 // ErrNoSessionStore: the meter's store keeps no session records.
 var ErrNoSessionStore = errors.New("meter: the store keeps no session records")
 
-func init() {
-	migrations = append(migrations,
-		`CREATE TABLE IF NOT EXISTS usage_sessions (
+// sessionTables are the session records' tables: idempotent statements run at every open, not
+// numbered migrations (their numbers would collide with other branches' in schema_migrations).
+var sessionTables = []string{
+	`CREATE TABLE IF NOT EXISTS usage_sessions (
 		id             TEXT PRIMARY KEY,
 		principal      TEXT NOT NULL,
 		org            TEXT NOT NULL,
@@ -76,9 +77,17 @@ func init() {
 		spoken_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
 		end_reason     TEXT NOT NULL DEFAULT ''
 	)`,
-		`CREATE INDEX IF NOT EXISTS usage_sessions_principal ON usage_sessions (principal, started, id)`,
-		`CREATE INDEX IF NOT EXISTS usage_sessions_started ON usage_sessions (started, id)`,
-	)
+	`CREATE INDEX IF NOT EXISTS usage_sessions_principal ON usage_sessions (principal, started, id)`,
+	`CREATE INDEX IF NOT EXISTS usage_sessions_started ON usage_sessions (started, id)`,
+}
+
+func (s *SQL) migrateSessions(ctx context.Context) error {
+	for _, stmt := range sessionTables {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("meter: session records table: %w", err)
+		}
+	}
+	return nil
 }
 
 // stamp is a moment as stored: fixed width, so text order is time order.
