@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -69,6 +70,10 @@ func (sp *speakers) auth(app *App, h http.Handler) http.Handler {
 			return
 		}
 		p, err := conv.Speaker(r)
+		if errors.Is(err, session.ErrNoVerifier) {
+			service.ServeHTTP(w, r) // no principal JWTs here: a wrong token is the service token's 401
+			return
+		}
 		if err != nil {
 			conv.Refuse(w, err)
 			return
@@ -132,6 +137,10 @@ func (sp *speakers) usageAuth(app *App, h http.Handler) http.Handler {
 			return
 		}
 		p, err := conv.VerifyPrincipal(r)
+		if errors.Is(err, session.ErrNoVerifier) {
+			service.ServeHTTP(w, r)
+			return
+		}
 		if err != nil {
 			conv.Refuse(w, err)
 			return
