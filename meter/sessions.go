@@ -246,3 +246,39 @@ func (m *Meter) SessionsHandler() http.Handler {
 		writeJSON(w, http.StatusOK, page)
 	})
 }
+
+// QuotaReport is the body of GET /v1/usage/quota: one principal's daily quota and what is left
+// of it today (UTC). Limited false: no quota (the seconds fields are then 0).
+type QuotaReport struct {
+	Principal        string  `json:"principal"`
+	Limited          bool    `json:"limited"`
+	SecondsPerDay    float64 `json:"secondsPerDay"`
+	UsedSeconds      float64 `json:"usedSeconds"`
+	RemainingSeconds float64 `json:"remainingSeconds"`
+	Day              string  `json:"day"`
+}
+
+// QuotaHandler serves GET /v1/usage/quota?principal= (required; a principal's JWT sets it to its
+// own). Authentication and scope are the caller's.
+func (m *Meter) QuotaHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Query().Get("principal")
+		if p == "" || len(p) > 256 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"type": "error", "name": "bad_usage_filter", "message": "principal= names whose quota to read (at most 256 bytes)"})
+			return
+		}
+		rep := QuotaReport{Principal: p, Day: Day(m.cfg.Now())}
+		if m.cfg.QuotaSecondsPerDay > 0 {
+			used, err := m.Used(r.Context(), p)
+			if err != nil {
+				m.cfg.Log.Error("quota read failed", "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"type": "error", "name": "meter_store_unavailable", "message": "the meter store could not be read; see the server log"})
+				return
+			}
+			rep.Limited, rep.SecondsPerDay = true, m.cfg.QuotaSecondsPerDay
+			rep.UsedSeconds = roundMicro(min(used, m.cfg.QuotaSecondsPerDay))
+			rep.RemainingSeconds = roundMicro(max(m.cfg.QuotaSecondsPerDay-used, 0))
+		}
+		writeJSON(w, http.StatusOK, rep)
+	})
+}

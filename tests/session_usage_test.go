@@ -46,7 +46,7 @@ func (s *server) getAs(t *testing.T, path, bearer string, v any) int {
 // meter's; another principal reads none of them and may not name them.
 func TestUsagePerSession(t *testing.T) {
 	checkLeaks(t)
-	s := startRealtime(t, serverOpts{})
+	s := startRealtime(t, serverOpts{Args: []string{"--quota-seconds-per-day", "100"}})
 	carol := s.jwt("carol", "acme")
 
 	c := s.dialRealtime(t, carol, false)
@@ -112,6 +112,20 @@ func TestUsagePerSession(t *testing.T) {
 	}
 	if code := s.getAs(t, "/v1/usage?principal=carol", dave, &refused); code != http.StatusForbidden {
 		t.Errorf("dave reading carol's usage: %d %v", code, refused)
+	}
+	// Carol's quota, read with her JWT: what she used (all heard, in the transcription session).
+	var q struct {
+		Principal        string  `json:"principal"`
+		Limited          bool    `json:"limited"`
+		UsedSeconds      float64 `json:"usedSeconds"`
+		RemainingSeconds float64 `json:"remainingSeconds"`
+	}
+	if code := s.getAs(t, "/v1/usage/quota", carol, &q); code != http.StatusOK || q.Principal != "carol" || !q.Limited ||
+		math.Abs(q.UsedSeconds-tr.Heard) > 1e-5 || math.Abs(q.RemainingSeconds-(100-tr.Heard)) > 1e-5 {
+		t.Errorf("carol's quota: %d %+v (heard %.6f)", code, q, tr.Heard)
+	}
+	if code := s.getAs(t, "/v1/usage/quota?principal=carol", dave, &refused); code != http.StatusForbidden {
+		t.Errorf("dave reading carol's quota: %d", code)
 	}
 	var all sessionPage
 	s.getAs(t, "/v1/usage/sessions?principal=carol", s.Token, &all)

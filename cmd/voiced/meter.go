@@ -72,6 +72,7 @@ func (c *meterConfig) start(ctx context.Context, app *App, sp *speakers) (*meter
 	app.Metrics.MustRegister(m.Collectors()...)
 	app.HandlePublic("GET /v1/usage", sp.usageAuth(app, m.UsageHandler()))             // speakers.go: a principal reads its own
 	app.HandlePublic("GET /v1/usage/sessions", sp.usageAuth(app, m.SessionsHandler())) // issue 20: usage per session
+	app.HandlePublic("GET /v1/usage/quota", sp.usageAuth(app, m.QuotaHandler()))       // issue 20: a principal's quota
 	app.OnShutdown(func(ctx context.Context) error {
 		err := m.Close(ctx)
 		if cerr := store.Close(); err == nil {
