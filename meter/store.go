@@ -128,6 +128,10 @@ func open(ctx context.Context, db *sql.DB, dialect string) (*SQL, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.migrateSessions(ctx); err != nil { // sessions.go
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

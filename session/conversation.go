@@ -63,8 +63,9 @@ type conversation struct {
 	window  mindWindow // where the mind's view of a long conversation starts (truncation.go)
 	replies replies
 	ledger  ledger
-	room    room      // the echo canceller and noise suppressor (room.go), under its own lock
-	pause   pauseGate // holds the replies' audio while speech is judged (interrupt.go)
+	room    room          // the echo canceller and noise suppressor (room.go), under its own lock
+	pause   pauseGate     // holds the replies' audio while speech is judged (interrupt.go)
+	usage   *sessionUsage // the session's usage record (usage_record.go); nil without a recorder
 }
 
 // handoff is what replies and the input goroutine tell each other (atomics).
@@ -99,7 +100,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 	c.in.sess = wire.NewSession(wire.NewID("sess_"), model)
 	c.outbox = outbox{t: t, enc: wire.NewEncoder(d), log: c.log}
 	c.outbox.open()
-	c.ledger = ledger{meter: c.engines.Meter, budget: c.engines.Budget, principal: g.Principal, player: c.media.Player,
+	c.ledger = ledger{meter: c.tally(c.engines.Meter), budget: c.engines.Budget, principal: g.Principal, player: c.media.Player,
 		log: c.log, kick: make(chan struct{}, 1), exhausted: c.quotaExceeded}
 	c.backlog.freed = make(chan struct{}, 1)
 	c.hist.limit = s.cfg.ConversationBytes
@@ -119,6 +120,7 @@ func (c *conversation) run(parent context.Context) {
 	if h, ok := c.engines.Meter.(MeterHolder); ok {
 		defer h.Hold()() // released after the last flush below (defers run last-in first-out)
 	}
+	defer c.usage.end(c) // usage_record.go: after the last flush below
 	var writer, meter sync.WaitGroup
 	writer.Go(c.outbox.writeLoop)
 	meter.Go(c.ledger.meterLoop)
@@ -162,6 +164,7 @@ func (c *conversation) run(parent context.Context) {
 		c.awaitClose() // the writer sends the error and the close before run's return cancels it
 		return
 	}
+	c.usage.begin(c) // usage_record.go
 	idleTimeout := c.srv.cfg.IdleTimeout
 	c.replies.startIdle(idleTimeout, func() {
 		c.closeWith(wire.ErrSessionIdle(idleTimeout.String()), EndGoingAway, "idle")
@@ -278,7 +281,11 @@ func (c *conversation) overBytes(event []byte) bool {
 
 // start sends session.created, with the ticket's session config applied first.
 func (c *conversation) start() error {
-	if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
+	if c.grant.Type == wire.SessionTranscription {
+		if err := c.startTranscription(); err != nil { // transcription.go
+			return err
+		}
+	} else if len(c.grant.Session) > 0 && string(c.grant.Session) != "null" {
 		if err := applySessionObject(&c.in.sess, c.grant.Session, c.in.dialect); err != nil {
 			return err
 		}

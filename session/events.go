@@ -14,6 +14,9 @@ import (
 // handle answers one client event, on the input goroutine.
 func (c *conversation) handle(ev wire.ClientEvent) {
 	id := ev.ClientEventID()
+	if c.refusedInTranscription(ev) { // transcription.go
+		return
+	}
 	switch e := ev.(type) {
 	case *wire.SessionUpdate:
 		c.sessionUpdate(e)
@@ -89,7 +92,7 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 		return
 	}
 	next := c.in.sess
-	if err := next.Apply(u); err != nil {
+	if err := c.applyUpdate(&next, u); err != nil { // transcription.go: a type may change on the first
 		c.sendError(err)
 		return
 	}
@@ -382,6 +385,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32, span tur
 	if !c.awaitTranscribing(len(pcm)) {
 		return
 	}
+	c.forgetTranscribed() // transcription.go
 	// The audio is kept beside the item, as reply audio is, for retrieve: keptAudio bounds both.
 	// Transcription reads pcm, not these bytes.
 	e := &entry{item: wire.Item{ID: itemID, Type: wire.ItemMessage, Status: wire.ItemCompleted, Role: wire.RoleUser,

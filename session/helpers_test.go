@@ -77,6 +77,7 @@ func newTestServer(t testing.TB, cfg Config) *testServer {
 	mux.HandleFunc("POST /v1/voice/session", s.ServeVoiceSession)
 	mux.HandleFunc("POST /v1/realtime/sessions", s.ServeBetaSessions)
 	mux.HandleFunc("POST /v1/realtime/client_secrets", s.ServeClientSecrets)
+	mux.HandleFunc("POST /v1/realtime/transcription_sessions", s.ServeTranscriptionSessions)
 	mux.HandleFunc("GET /v1/voice", s.ServeVoice)
 	mux.HandleFunc("GET /v1/realtime", s.ServeRealtime)
 	mux.HandleFunc("GET /v1/voice/health", s.ServeHealth)

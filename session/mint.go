@@ -91,7 +91,7 @@ func ticketSession(raw json.RawMessage, d wire.Dialect, model string) (wire.Sess
 	}
 	u, err := wire.DecodeSession(raw, d)
 	if err == nil {
-		err = sess.Apply(u)
+		err = sess.ApplyOpen(u)
 	}
 	if err != nil {
 		var we *wire.Error

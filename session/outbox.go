@@ -42,7 +42,8 @@ type outbox struct {
 
 	conn   transportConn // what the writer writes
 	w      *door.Writer
-	closed atomic.Bool // a close has been queued; further events are dropped
+	closed atomic.Bool            // a close has been queued; further events are dropped
+	reason atomic.Pointer[string] // the close's reason (the session's usage record, usage_record.go)
 
 	queue sync.Mutex
 	// queued is the bytes of the events handed to the writer and not yet written (outQueueBytes);
@@ -243,5 +244,6 @@ func (o *outbox) close(end End, reason string) {
 	if o.closed.Swap(true) {
 		return
 	}
+	o.reason.Store(&reason)
 	o.w.Close(o.ctx, end.status(), reason)
 }

@@ -250,7 +250,7 @@ func applySessionObject(sess *wire.Session, raw json.RawMessage, d wire.Dialect)
 	if err != nil {
 		return err
 	}
-	return sess.Apply(u)
+	return sess.ApplyOpen(u) // a fresh session: a GA type "transcription" makes it one
 }
 
 // ServeVoiceSession is POST /v1/voice/session (reference/004): a principal JWT in, a ticket out.
@@ -531,6 +531,9 @@ func (s *Server) admit(r *http.Request, look func(context.Context, string) (Gran
 	grant, err = s.authenticate(r, look)
 	if err != nil {
 		return Grant{}, nil, withReason(err, door.ReasonAuth)
+	}
+	if grant, err = withIntent(grant, r); err != nil { // transcription.go
+		return Grant{}, nil, err
 	}
 	if admit := s.cfg.Engines.Admit; admit != nil {
 		if err := admit(r.Context(), grant.Principal); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/wire"
 )
 
 // TicketPrefix starts every ticket (OpenAI's ephemeral keys start the same way, which lets
@@ -31,7 +32,10 @@ type Grant struct {
 	Principal Principal       `json:"principal"`
 	Session   json.RawMessage `json:"session,omitempty"`
 	Model     string          `json:"model,omitempty"`
-	Expires   time.Time       `json:"expires"`
+	// Type is a transcription session's: a key minted by POST /v1/realtime/transcription_sessions
+	// (then Session is a beta transcription session object) or a handshake's ?intent=transcription.
+	Type    wire.SessionType `json:"type,omitempty"`
+	Expires time.Time        `json:"expires"`
 }
 
 // TicketStore keeps tickets. Take must be atomic: a ticket is handed out at most once, across

@@ -127,7 +127,7 @@ func (d *SpeakDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc:      d.svc,
 		conn:     conn,
 		engine:   engine,
-		w:        newSocketWriter(conn, d.svc.log, d.svc.spoken),
+		w:        newSocketWriter(conn, d.svc.log, d.svc.tab(r).spoken),
 		queue:    make(chan speakPiece, speakQueuePieces),
 		settings: speakSettings{splitChars: DefaultSplitChars},
 	}

@@ -150,7 +150,7 @@ func (d *SpeechDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := enc.Write(pcm); err != nil {
 			return err
 		}
-		d.svc.spoken(float64(len(pcm)) / kokoro.SampleRate)
+		d.svc.tab(r).spoken(float64(len(pcm)) / kokoro.SampleRate)
 		pieceStart = time.Now()
 		return nil
 	})

@@ -327,7 +327,7 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer d.svc.opened("synthesize")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
-	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.spoken)}
+	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.tab(r).spoken)}
 	s.idle = newIdleWatch(d.IdleTimeout, nil) // closeIdle declines while an utterance is spoken
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: speechcore.KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,

@@ -118,7 +118,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conn:           conn,
 		engine:         engine,
 		log:            d.svc.log,
-		heard:          d.svc.heard,
+		heard:          d.svc.tab(r).heard,
 		svc:            d.svc,
 		cadenceSamples: int(cadence.Seconds() * audio.WhisperSampleRate),
 		segMaxSamples:  int(segMax.Seconds() * audio.WhisperSampleRate),

@@ -312,7 +312,7 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 		t.poke()
 	}
 	heard := squelch.Seconds(len(admitted))
-	d.svc.heard(heard) // exactly what the ack reports as duration
+	d.svc.tab(r).heard(heard) // exactly what the ack reports as duration
 	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: heard})
 }
 

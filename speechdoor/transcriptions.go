@@ -135,7 +135,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeOpenAIError(w, transcriptionError(err))
 			return
 		}
-		d.svc.heard(seconds(len(window))) // each window once it is decoded
+		d.svc.tab(r).heard(seconds(len(window))) // each window once it is decoded
 		text := strings.TrimSpace(res.Text)
 		if text != "" {
 			texts = append(texts, text)

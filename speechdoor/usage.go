@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The raw doors meter under one principal: the service token is not a person. speechdoor does
+// The raw doors meter under the request's speaker (speaker.go), UsagePrincipal when it names nobody. speechdoor does
 // not import the meter (imports run one way); cmd/voiced hands the meter in as a UsageRecorder.
 const (
 	// UsagePrincipal is the principal the raw doors meter under (meter.ServicePrincipal).
@@ -47,22 +47,6 @@ func (s *Doors) holdUsage() (release func()) {
 		return d.Hold()
 	}
 	return func() {}
-}
-
-// heard records seconds of audio put in front of the decoder by a raw door, durably.
-func (s *Doors) heard(seconds float64) {
-	if s.usage != nil && seconds > 0 {
-		s.usage.Add(UsagePrincipal, "", UsageDoorTranscribe, seconds, 0)
-		s.syncUsage()
-	}
-}
-
-// spoken records seconds of audio a raw door sent, durably.
-func (s *Doors) spoken(seconds float64) {
-	if s.usage != nil && seconds > 0 {
-		s.usage.Add(UsagePrincipal, "", UsageDoorSynthesize, 0, seconds)
-		s.syncUsage()
-	}
 }
 
 // syncUsage waits until what was added is durable, on its own bounded context: a client that

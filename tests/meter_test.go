@@ -137,6 +137,17 @@ func TestMeterSurvivesKill9(t *testing.T) {
 	if heard > float64(len(speech))/24000+0.1 {
 		t.Errorf("heard %.2f s, more than the %.2f s spoken", heard, float64(len(speech))/24000)
 	}
+	// The conversation's own usage record (issue 20) survived too: open (the kill left no end),
+	// with its seconds as of its last write (rewritten at most once a second).
+	var page sessionPage
+	if code := s2.getAs(t, "/v1/usage/sessions?principal="+user, s2.Token, &page); code != http.StatusOK || len(page.Sessions) != 1 {
+		t.Fatalf("session records after kill -9: %d %+v", code, page)
+	}
+	rec := page.Sessions[0]
+	t.Logf("session record after kill -9: %+v", rec)
+	if rec.End != nil || rec.Heard < heard-1.1 || rec.Spoken < spoken-1.1 || rec.Heard > heard+1e-5 || rec.Spoken > spoken+1e-5 {
+		t.Errorf("session record after kill -9: %+v, want open with heard ≈ %.2f, spoken ≈ %.2f (within the last second)", rec, heard, spoken)
+	}
 	s2.stop()
 }
 

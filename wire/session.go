@@ -122,6 +122,7 @@ func (s *Session) Apply(u *SessionUpdate) error {
 			next.Interruption = new(p.Interruption.Value)
 		}
 	}
+	next.fitType() // transcription_session.go
 	if next.ToolChoice.Mode == ToolChoiceFunction && !slices.ContainsFunc(next.Tools, func(t Tool) bool { return t.Name == next.ToolChoice.Name }) {
 		return ErrInvalidValue("session.tool_choice", u.EventID, "Invalid value: tool_choice names function '%s', which is not in tools.", clip(next.ToolChoice.Name))
 	}

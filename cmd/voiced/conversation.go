@@ -139,6 +139,7 @@ func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcor
 	app.HandleBrowser("POST /v1/voice/session", http.HandlerFunc(srv.ServeVoiceSession))
 	app.HandleBrowser("POST /v1/realtime/sessions", http.HandlerFunc(srv.ServeBetaSessions))
 	app.HandleBrowser("POST /v1/realtime/client_secrets", http.HandlerFunc(srv.ServeClientSecrets))
+	app.HandleBrowser("POST /v1/realtime/transcription_sessions", http.HandlerFunc(srv.ServeTranscriptionSessions))
 	app.HandlePublic("GET /v1/voice", http.HandlerFunc(srv.ServeVoice))
 	app.HandlePublic("GET /v1/realtime", http.HandlerFunc(srv.ServeRealtime))
 	app.HandleFunc("GET /v1/voice/health", srv.ServeHealth)

@@ -50,7 +50,7 @@ func (c *meterConfig) validate() error {
 
 // start opens the store and the meter on it and serves GET /v1/usage; at shutdown the meter
 // writes what is pending, then the store closes.
-func (c *meterConfig) start(ctx context.Context, app *App) (*meter.Meter, error) {
+func (c *meterConfig) start(ctx context.Context, app *App, sp *speakers) (*meter.Meter, error) {
 	openCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var store *meter.SQL
@@ -70,7 +70,9 @@ func (c *meterConfig) start(ctx context.Context, app *App) (*meter.Meter, error)
 	m := meter.New(store, meter.Config{QuotaSecondsPerDay: c.quota, QuotaStaleAfter: stale, Log: app.Log.With("component", "meter")})
 	app.ReadyCheck("meter_store_unavailable", m.Ping)
 	app.Metrics.MustRegister(m.Collectors()...)
-	app.Handle("GET /v1/usage", m.UsageHandler())
+	app.HandlePublic("GET /v1/usage", sp.usageAuth(app, m.UsageHandler()))             // speakers.go: a principal reads its own
+	app.HandlePublic("GET /v1/usage/sessions", sp.usageAuth(app, m.SessionsHandler())) // issue 20: usage per session
+	app.HandlePublic("GET /v1/usage/quota", sp.usageAuth(app, m.QuotaHandler()))       // issue 20: a principal's quota
 	app.OnShutdown(func(ctx context.Context) error {
 		err := m.Close(ctx)
 		if cerr := store.Close(); err == nil {

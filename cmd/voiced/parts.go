@@ -79,7 +79,8 @@ func (p *parts) start(ctx context.Context, app *App) (part string, err error) {
 		return "cluster", err
 	}
 	transcriptPeers, callPeers := clusterPeers(node)
-	m, err := p.meter.start(ctx, app)
+	sp := &speakers{} // speakers.go: the raw doors bill the credential's principal; usage reads its own
+	m, err := p.meter.start(ctx, app, sp)
 	if err != nil {
 		return "meter", err
 	}
@@ -87,7 +88,7 @@ func (p *parts) start(ctx context.Context, app *App) (part string, err error) {
 	if err != nil {
 		return "tickets", err
 	}
-	svc, err := p.speech.start(ctx, app, transcriptPeers, m)
+	svc, err := p.speech.start(ctx, app, transcriptPeers, m, sp)
 	if err != nil {
 		return "speech", err
 	}
@@ -95,6 +96,7 @@ func (p *parts) start(ctx context.Context, app *App) (part string, err error) {
 	if err != nil {
 		return "conversation", err
 	}
+	sp.set(conv)
 	if err := p.webrtc.start(app, conv, callPeers); err != nil {
 		return "webrtc", err
 	}

@@ -49,9 +49,9 @@ func (c *speechConfig) validate(app *App) error {
 }
 
 // start loads and warms the models and serves the raw speech doors; peers (nil on a single node)
-// serve other nodes' transcripts, m (nil: unmetered) meters the raw doors under the service
-// principal.
-func (c *speechConfig) start(ctx context.Context, app *App, peers door.Peers, m *meter.Meter) (*speechcore.Service, error) {
+// serve other nodes' transcripts, m (nil: unmetered) meters the raw doors under the speaker whom
+// sp finds (speakers.go: the credential's principal, or the one the service token names).
+func (c *speechConfig) start(ctx context.Context, app *App, peers door.Peers, m *meter.Meter, sp *speakers) (*speechcore.Service, error) {
 	svc, doors := c.svc, c.doors
 	if peers != nil {
 		doors.SetPeers(peers)
@@ -66,7 +66,7 @@ func (c *speechConfig) start(ctx context.Context, app *App, peers door.Peers, m 
 	app.Speech = svc
 	app.Metrics.MustRegister(svc.Collectors()...)
 	app.Metrics.MustRegister(doors.Collectors()...)
-	doors.Register(app)
+	doors.Register(speakerRouter{app: app, sp: sp}) // speakers.go: the doors bill the speaker
 	app.OnShutdown(func(context.Context) error {
 		doors.Close() // the transcripts end before the engines they decode on
 		return svc.Close()

@@ -31,6 +31,9 @@
     receivedSamples: 0,
     truncations: [], // {item_id, audio_end_ms}
     speech: [], // {item_id, start_ms, end_ms}: the server's turn detection, in its audio clock
+    mode: null, // talk | captions (a transcription session: it never answers)
+    sessionType: null, // the session object's type (GA): realtime | transcription
+    captions: [], // captions mode: {item_id, start_ms, end_ms, text} per completed turn
     errors: [], // {code, message}
     latency: Object.fromEntries(FIGURES.map((f) => [f, []])), // ms per turn
     close: null, // {code, reason}
@@ -288,6 +291,14 @@
     const vad = $("vad").value;
     const td = vad === "semantic_vad" ? { type: "semantic_vad", eagerness: "auto" } : { type: "server_vad" };
     const pcm = { type: "audio/pcm", rate: RATE };
+    if (state.mode === "captions") {
+      // A transcription session (issue 20): it hears, detects turns and transcribes them, and
+      // never answers.
+      return {
+        type: "session.update",
+        session: { type: "transcription", audio: { input: { format: pcm, turn_detection: td, transcription: { model: "whisper-1" } } } },
+      };
+    }
     return {
       type: "session.update",
       session: {
@@ -503,10 +514,11 @@
       case "session.updated": {
         const s = ev.session || {};
         state.sessionId = s.id || state.sessionId;
+        state.sessionType = s.type || state.sessionType;
         const a = s.audio || {};
         const td = (a.input && a.input.turn_detection) || s.turn_detection;
         const voice = (a.output && a.output.voice) || s.voice;
-        $("session").textContent = [s.id, td ? td.type : "manual", voice].filter(Boolean).join(" · ");
+        $("session").textContent = [s.id, s.type, td ? td.type : "manual", s.type === "transcription" ? null : voice].filter(Boolean).join(" · ");
         break;
       }
       case "input_audio_buffer.speech_started":
@@ -540,6 +552,7 @@
       }
       case "conversation.item.input_audio_transcription.completed":
         setText(line(ev.item_id, "user"), ev.transcript || "");
+        if (state.mode === "captions") caption(ev);
         if (turn && ev.item_id === turn.item_id) figure("stopToTranscript", now - turn.stoppedAt);
         break;
       case "conversation.item.input_audio_transcription.failed":
@@ -611,6 +624,17 @@
     }
   }
 
+  // caption notes a completed turn in captions mode with its times on the session's audio clock
+  // (speech_started's audio_start_ms to speech_stopped's audio_end_ms; a manual commit has none).
+  function caption(ev) {
+    const sp = state.speech.find((x) => x.item_id === ev.item_id) || {};
+    const c = { item_id: ev.item_id, start_ms: sp.start_ms ?? null, end_ms: sp.end_ms ?? null, text: ev.transcript || "" };
+    state.captions.push(c);
+    if (c.start_ms !== null && c.end_ms !== null) {
+      line(ev.item_id, "user").note.textContent = `[${(c.start_ms / 1000).toFixed(2)}–${(c.end_ms / 1000).toFixed(2)} s]`;
+    }
+  }
+
   // bargeIn stops playback when the speaker talks over the reply and tells the server how much of
   // it was heard (as realtime-api-beta does); the server has already cancelled a reply in progress.
   function bargeIn() {
@@ -635,6 +659,7 @@
       if (state.phase !== "ticket") return; // hung up meanwhile
       setPhase("connecting", "connecting");
       state.transport = $("transport").value;
+      state.mode = $("mode").value;
       if (state.transport === "webrtc") {
         if (typeof RTCPeerConnection !== "function") throw pageError("webrtc_unavailable", "this browser has no WebRTC: choose WebSocket");
         await openCall(ticket);
