@@ -107,6 +107,7 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 			return
 		}
 	}
+	c.lang.set(c.in.sess)
 	c.send(wire.SessionUpdated{Session: c.in.sess})
 }
 
@@ -198,7 +199,7 @@ func (c *conversation) heard(pcm []float32) bool {
 	}
 	c.checkIdleTimeout()
 	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
-		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, send: c.send}, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send}, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
 	}
 	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
 		c.endHeldTurn()
@@ -383,8 +384,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 		if c.ctx.Err() == nil {
 			c.log.Error("input transcription failed", "err", err)
 			if report {
-				c.send(wire.InputAudioTranscriptionFailed{ItemID: e.item.ID, ContentIndex: 0,
-					Error: &wire.Error{Type: wire.TypeServer, Code: codeTranscriptionFailed, Message: "the transcription of this audio failed"}})
+				c.send(wire.InputAudioTranscriptionFailed{ItemID: e.item.ID, ContentIndex: 0, Error: transcriptionFailure(err)})
 			}
 		}
 		return
@@ -399,7 +399,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
 // hearAs asks Ears for one window: as this conversation's final or partial when the Ears is
 // shared (SharedEars), so the decoder serves conversations fairly.
 func (c *conversation) hearAs(ctx context.Context, pcm []float32, partial bool) (string, error) {
-	return hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: partial}, pcm)
+	return hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: partial, Language: c.lang.get()}, pcm)
 }
 
 // hearWith asks ears for one window, as h when ears are shared.

@@ -88,7 +88,9 @@ type decodeOn struct {
 	ears   Ears
 	work   *sync.WaitGroup
 	convID string
-	send   func(wire.ServerEvent)
+	// language is the session's transcription language (Hearing.Language).
+	language string
+	send     func(wire.ServerEvent)
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -143,7 +145,7 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, item string, stream bo
 	p.mu.Unlock()
 	c.work.Go(func() {
 		defer p.busy.Add(-1)
-		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true}, gen, snapshot, slid)
+		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true, Language: c.language}, gen, snapshot, slid)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}
