@@ -2,11 +2,14 @@ package tests
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/voiced/voiced/audio"
 )
 
 // TestLanguagesRoundTripHTTP (issue 21): for each language the fixture mount serves, POST
@@ -90,5 +93,54 @@ func TestLanguagesRoundTripHTTP(t *testing.T) {
 	}
 	if !served["es"] || served["ja"] || served["zh"] || !served["en-us"] {
 		t.Fatalf("synthesis languages %+v", h.Synthesis.Languages)
+	}
+}
+
+// TestSessionTranscriptionLanguage (issue 21): a realtime session's
+// input_audio_transcription.language (beta) / audio.input.transcription.language (GA) reaches
+// the decode: Spanish speech committed in a session told es is transcribed as Spanish; a
+// language the mount lacks fails the transcription by name.
+func TestSessionTranscriptionLanguage(t *testing.T) {
+	checkLeaks(t)
+	s := startRealtime(t, serverOpts{})
+	body, _ := json.Marshal(map[string]any{"model": "tts-1", "input": "Hola, ¿cómo estás?", "voice": "ef_dora", "response_format": "wav"})
+	code, wav := s.do("POST", "/v1/audio/speech", "application/json", bytes.NewReader(body))
+	if code != http.StatusOK {
+		t.Fatalf("speech: %d %s", code, wav)
+	}
+	pcm, _, err := audio.DecodeWAVBytes(wav)
+	if err != nil {
+		t.Fatal(err)
+	}
+	speech := audio.Float32ToInt16(pcm) // 24 kHz: the session's pcm16
+	for _, c := range []struct {
+		language, want, failure string
+	}{
+		{"es", "ˈola, kˈomo estˈas?", ""},
+		{"auto", "ˈola, kˈomo estˈas?", ""},
+		{"fr", "", "language_not_served"},
+	} {
+		t.Run(c.language, func(t *testing.T) {
+			conn := s.dialRealtime(t, s.jwt("lang-"+randHex(4), ""), true)
+			defer conn.close()
+			conn.until("session.created", nil)
+			update := betaSessionUpdate(nil)
+			update["session"].(map[string]any)["input_audio_transcription"] = map[string]any{"model": "whisper-1", "language": c.language}
+			conn.send(update)
+			conn.until("session.updated", nil)
+			conn.send(map[string]any{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(audio.Int16ToBytes(speech))})
+			conn.send(map[string]any{"type": "input_audio_buffer.commit"})
+			if c.failure != "" {
+				evs := conn.until("conversation.item.input_audio_transcription.failed", nil)
+				if got := evs[len(evs)-1].str("error", "code"); got != c.failure {
+					t.Fatalf("failed with %q, want %q", got, c.failure)
+				}
+				return
+			}
+			evs := conn.until("conversation.item.input_audio_transcription.completed", nil)
+			if got := evs[len(evs)-1].str("transcript"); got != c.want {
+				t.Fatalf("transcript %q, want %q", got, c.want)
+			}
+		})
 	}
 }
