@@ -62,6 +62,8 @@ func BenchmarkLanguageDetection(b *testing.B) {
 	}{
 		{"told", Request{Language: "es"}},
 		{"auto", Request{Language: "auto"}},
+		{"timestamps", Request{Language: "es", Timestamps: true}},
+		{"logprobs", Request{Language: "es", Logprobs: true}},
 		{"timestamps+logprobs", Request{Language: "es", Timestamps: true, Logprobs: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
