@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 
 	"github.com/voiced/voiced/wire"
@@ -40,4 +41,32 @@ func transcriptionFailure(err error) *wire.Error {
 		return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeLanguageNotServed, Message: err.Error()}
 	}
 	return &wire.Error{Type: wire.TypeServer, Code: codeTranscriptionFailed, Message: "the transcription of this audio failed"}
+}
+
+// languageNames names the languages voiced speaks besides English, for the mind's note.
+var languageNames = map[string]string{
+	"es": "Spanish", "fr": "French", "it": "Italian", "pt": "Portuguese", "hi": "Hindi",
+	"de": "German", "ja": "Japanese", "zh": "Chinese", "nl": "Dutch", "pl": "Polish",
+}
+
+// mindInstructions are the session's instructions, with a note of the language the user is
+// heard in when the session names one (not English, not auto) and the instructions do not
+// already name it: the mind then answers in the language the user speaks.
+func mindInstructions(cfg wire.Session) string {
+	if cfg.Transcription == nil {
+		return cfg.Instructions
+	}
+	code := strings.ToLower(cfg.Transcription.Language)
+	if i := strings.IndexAny(code, "-_"); i > 0 {
+		code = code[:i]
+	}
+	name, ok := languageNames[code]
+	if !ok || strings.Contains(strings.ToLower(cfg.Instructions), strings.ToLower(name)) {
+		return cfg.Instructions
+	}
+	note := "The user speaks " + name + "; answer in " + name + "."
+	if cfg.Instructions == "" {
+		return note
+	}
+	return cfg.Instructions + "\n\n" + note
 }
