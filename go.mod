@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/WqyJh/go-openai-realtime v0.6.1
 	github.com/coder/websocket v1.8.12
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/lestrrat-go/jwx/v2 v2.1.7
 	github.com/pion/datachannel v1.6.3

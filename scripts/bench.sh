@@ -37,6 +37,8 @@ converse=1
 if has jwt-secret-file; then extra+=(--jwt-secret-file "$tmp/jwt.secret"); else converse=0; fi
 has max-conversations && extra+=(--max-conversations 64)
 has max-per-tenant && extra+=(--max-per-tenant 64)
+profiling=0
+if has debug-addr; then extra+=(--debug-addr 127.0.0.1:0); profiling=1; fi
 
 "$BIN" serve --bind 127.0.0.1:0 --token-file "$tmp/token" --data-dir "$tmp/data" \
 	--speech-assets "$mount" "${extra[@]}" 2>"$tmp/server.log" &
@@ -52,13 +54,18 @@ for _ in $(seq 1 300); do
 done
 [[ -n $addr ]] || { echo "bench: the server did not report its address"; cat "$tmp/server.log"; exit 1; }
 url="http://$addr"
+debug=()
+if [[ $profiling == 1 ]]; then
+	debugAddr=$(grep -o 'debugAddr=[0-9.:]*' "$tmp/server.log" | head -1 | cut -d= -f2 || true)
+	[[ -n $debugAddr ]] && debug=(-debug-url "http://$debugAddr" -profile-out "$OUT/converse-cpu.pprof")
+fi
 echo "bench: voiced pid $server on $url, mount $mount ($(nproc) CPUs here, shared)"
 
 bench=("$tmp/voiced-bench")
 common=(-url "$url" -token-file "$tmp/token")
 # converse first: its idle-memory phase wants a server that has served nothing yet.
 if [[ $converse == 1 ]]; then
-	"${bench[@]}" converse "${common[@]}" -jwt-secret-file "$tmp/jwt.secret" -pid "$server" \
+	"${bench[@]}" converse "${common[@]}" -jwt-secret-file "$tmp/jwt.secret" -pid "$server" "${debug[@]}" \
 		-turns 12 -ramp-max 16 -ramp-turns 2 -idle 32 -json "$OUT/converse.json"
 	# Speculation on/off side by side: the bench starts its own fake mind (first token after
 	# 300 ms) and two servers on the same mount (--speculate true/false), semantic_vad. On the

@@ -26,7 +26,7 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 		}
 		raw, pcm := c.in.input.takeAll()
 		c.in.resetTurn()
-		c.commit(c.in.takeSpeechItem(), raw, pcm)
+		c.commit(c.in.takeSpeechItem(), raw, pcm, noSpan)
 	case *wire.InputAudioBufferClear:
 		c.in.input.clear()
 		c.in.resetTurn()
@@ -199,7 +199,9 @@ func (c *conversation) heard(pcm []float32) bool {
 	}
 	c.checkIdleTimeout()
 	if stream := c.in.sess.Transcription != nil; c.in.speechItem != "" && (stream || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
-		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send}, c.in.input.pcm[max(0, int(c.in.input.speechStart-c.in.input.start)):], c.in.speechItem, stream)
+		from := max(0, int(c.in.input.speechStart-c.in.input.start))
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send},
+			c.in.input.pcm[from:], c.in.input.start+int64(from), c.in.speechItem, stream)
 	}
 	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
 		c.endHeldTurn()
@@ -288,7 +290,7 @@ func (c *conversation) speechStopped(at, speechEnd int64) {
 	if c.in.sess.TurnDetection.CreateResponse {
 		c.turns.answerSince.Store(turnEnd.UnixNano()) // the reply's first audio observes it
 	}
-	c.commit(y.item, y.raw, y.pcm)
+	c.commit(y.item, y.raw, y.pcm, turnSpan{gen: c.in.partials.gen.Load(), start: y.start})
 	if !c.in.sess.TurnDetection.CreateResponse {
 		y.spec.drop()
 		return
@@ -329,7 +331,7 @@ func (c *conversation) checkIdleTimeout() {
 	item := wire.NewID("item_")
 	c.send(wire.InputAudioBufferTimeoutTriggered{AudioStartMs: sampleMs(start), AudioEndMs: sampleMs(c.in.input.timeline), ItemID: item})
 	raw, span := c.in.input.takeSpan(start, c.in.input.timeline)
-	c.commit(item, raw, span)
+	c.commit(item, raw, span, noSpan)
 	if td.CreateResponse {
 		if err := c.startReply(wire.ResponseParams{}, ""); err != nil {
 			c.send(err)
@@ -346,9 +348,18 @@ func (c *conversation) checkSessionLimit() {
 	}
 }
 
+// turnSpan places committed audio: the turn (partials.gen) it was heard in and the timeline
+// sample of its first sample, so its final can reuse the log-mel the turn's partials built.
+// start < 0 (noSpan): not known, the final decodes the whole window.
+type turnSpan struct {
+	gen, start int64
+}
+
+var noSpan = turnSpan{start: -1}
+
 // commit makes the buffered audio a user item: committed, the item events, then its
 // transcription on a worker (the reply waits for it: words, not bytes).
-func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
+func (c *conversation) commit(itemID string, raw []byte, pcm []float32, span turnSpan) {
 	if !c.awaitTranscribing(len(pcm)) {
 		return
 	}
@@ -365,18 +376,26 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32) {
 	c.ledger.turnEnded()
 
 	transcribe := c.in.sess.Transcription != nil
-	c.work.Go(func() { c.transcribe(e, pcm, transcribe) })
+	c.work.Go(func() { c.transcribe(e, pcm, span, transcribe) })
 }
 
 // transcribe hears a committed item and records its transcript.
-func (c *conversation) transcribe(e *entry, pcm []float32, report bool) {
+func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report bool) {
 	defer close(e.ready)
 	defer c.transcribed(len(pcm))
 	if c.engines.Ears == nil || len(pcm) == 0 {
 		return
 	}
 	asked := time.Now()
-	text, err := c.hearUtterance(c.ctx, pcm)
+	var text string
+	var err error
+	reused := false
+	if span.start >= 0 {
+		text, reused, err = c.in.partials.mel.final(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.get()}, span.gen, span.start, pcm)
+	}
+	if !reused {
+		text, err = c.hearUtterance(c.ctx, pcm)
+	}
 	if err == nil {
 		c.srv.metrics.finalDecode.Observe(time.Since(asked).Seconds())
 	}
@@ -494,7 +513,7 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 	if ent.ready != nil {
 		transcribe := c.in.sess.Transcription != nil
-		c.work.Go(func() { c.transcribe(ent, pcm, transcribe) })
+		c.work.Go(func() { c.transcribe(ent, pcm, noSpan, transcribe) })
 	}
 	if len(pcm) > 0 {
 		c.in.itemAudio += int64(len(pcm))

@@ -132,6 +132,7 @@ type yielded struct {
 	item    string
 	raw     []byte
 	pcm     []float32
+	start   int64 // the timeline sample of pcm[0]
 	spec    *speculation
 	wait    time.Duration
 	waited  bool
@@ -146,6 +147,7 @@ func (in *inputSide) yieldFloor(at, speechEnd int64) yielded {
 		// The audio after the last speech that had to arrive before the turn was decided.
 		y.wait, y.waited = time.Duration(in.input.timeline-speechEnd)*time.Second/hearRate, true
 	}
+	y.start = max(in.input.speechStart, in.input.start)
 	y.raw, y.pcm = in.input.takeSpan(in.input.speechStart, end)
 	y.item = in.takeSpeechItem()
 	y.spec = in.takeSpeculation()

@@ -48,13 +48,14 @@ type partialMel struct {
 	mu     sync.Mutex
 	stream *audio.MelStream
 	gen    int64 // the turn (partials.gen) stream holds
+	start  int64 // the timeline sample of the stream's first sample
 	bufs   sync.Pool
 }
 
 // transcribe decodes pcm, the turn gen's audio so far (its last window when slid): through the
 // turn's MelStream when ears take features and the turn still fits one window, else as a whole
 // window (a turn past 30 s slides its window, which a MelStream cannot follow).
-func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen int64, pcm []float32, slid bool) (string, error) {
+func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen, start int64, pcm []float32, slid bool) (string, error) {
 	me, ok := ears.(MelEars)
 	if !ok || slid || len(pcm) > audio.WhisperSamples {
 		return hearWith(ctx, ears, h, pcm)
@@ -67,13 +68,45 @@ func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen i
 	if m.stream == nil {
 		m.stream = audio.NewMelStream(me.NumMels())
 	}
-	if m.gen != gen || m.stream.Len() > len(pcm) {
+	if m.gen != gen || m.start != start || m.stream.Len() > len(pcm) {
 		m.stream.Reset() // a new turn (or an older snapshot than the last) restarts the stream
-		m.gen = gen
+		m.gen, m.start = gen, start
 	}
 	m.stream.Append(pcm[m.stream.Len():])
 	*buf = m.stream.Compute(*buf)
 	m.mu.Unlock()
+	return m.decode(ctx, me, h, buf)
+}
+
+// final decodes a committed turn's audio pcm (timeline samples from start on) through the
+// stream its partials built, when that stream holds the same turn from the same sample and no
+// more than pcm: the final then computes only the frames the partials had not, and its features
+// are the same bit for bit as a whole decode's (audio.MelStream). ok is false when the stream
+// cannot serve (no features, another turn, another start, a stream past pcm, a window past
+// 30 s): the caller decodes the whole window.
+func (m *partialMel) final(ctx context.Context, ears Ears, h Hearing, gen, start int64, pcm []float32) (text string, ok bool, err error) {
+	me, isMel := ears.(MelEars)
+	if !isMel || len(pcm) > audio.WhisperSamples {
+		return "", false, nil
+	}
+	m.mu.Lock()
+	if m.stream == nil || m.gen != gen || m.start != start || m.stream.Len() > len(pcm) {
+		m.mu.Unlock()
+		return "", false, nil
+	}
+	buf, _ := m.bufs.Get().(*[]float32)
+	if buf == nil {
+		buf = new([]float32)
+	}
+	m.stream.Append(pcm[m.stream.Len():])
+	*buf = m.stream.Compute(*buf)
+	m.mu.Unlock()
+	text, err = m.decode(ctx, me, h, buf)
+	return text, true, err
+}
+
+// decode hears the features in buf and returns buf to the pool.
+func (m *partialMel) decode(ctx context.Context, me MelEars, h Hearing, buf *[]float32) (string, error) {
 	text, err := me.TranscribeMel(ctx, *buf, h)
 	if ctx.Err() == nil { // cancelled, the decoder may still be reading buf: leave it to the GC
 		m.bufs.Put(buf)
@@ -110,7 +143,7 @@ func (p *partials) reset() {
 	p.decoded, p.paused = 0, false
 }
 
-// maybeDecode starts a partial decode of the open turn when partialCadence more audio has come
+// maybeDecode starts a partial decode of the open turn (pcm, from timeline sample start on) when partialCadence more audio has come
 // since the last one started, or, after a pause (paused), when any has: the partial in hand at
 // the pause then holds the turn's last words, for semantic_vad's judgement and a speculation on
 // them, rather than what was said up to half a second earlier. With stream (the session transcribes its
@@ -118,7 +151,7 @@ func (p *partials) reset() {
 // conversation.item.input_audio_transcription.delta for item, while the user still speaks; a
 // partial that revises earlier words sends nothing (a delta cannot take words back): the
 // transcription's completed event carries the final text.
-func (p *partials) maybeDecode(c decodeOn, pcm []float32, item string, stream bool) {
+func (p *partials) maybeDecode(c decodeOn, pcm []float32, start int64, item string, stream bool) {
 	need := partialCadence
 	if p.paused {
 		need = 1
@@ -138,6 +171,9 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, item string, stream bo
 	p.decoded, p.paused = len(pcm), false
 	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
 	slid := len(pcm) > audio.WhisperSamples
+	if slid {
+		start += int64(len(pcm) - audio.WhisperSamples)
+	}
 	gen := p.gen.Load()
 	p.mu.Lock()
 	p.asked++
@@ -145,7 +181,7 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, item string, stream bo
 	p.mu.Unlock()
 	c.work.Go(func() {
 		defer p.busy.Add(-1)
-		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true, Language: c.language}, gen, snapshot, slid)
+		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true, Language: c.language}, gen, start, snapshot, slid)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}

@@ -59,7 +59,7 @@ func TestPartialMelEqualsWholeWindow(t *testing.T) {
 	check := func(gen int64, pcm []float32, step int) {
 		t.Helper()
 		for end := step; end <= len(pcm); end += step {
-			got, err := m.transcribe(ctx, ears, Hearing{Partial: true}, gen, pcm[:end], false)
+			got, err := m.transcribe(ctx, ears, Hearing{Partial: true}, gen, 0, pcm[:end], false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestPartialMelEqualsWholeWindow(t *testing.T) {
 		t.Fatalf("%d decodes through features, want 7", ears.mels.Load())
 	}
 	before := ears.mels.Load()
-	if _, err := m.transcribe(ctx, ears, Hearing{Partial: true}, 3, speechLike(3, audio.WhisperSamples), true); err != nil {
+	if _, err := m.transcribe(ctx, ears, Hearing{Partial: true}, 3, 0, speechLike(3, audio.WhisperSamples), true); err != nil {
 		t.Fatal(err)
 	}
 	if ears.mels.Load() != before {
@@ -88,8 +88,59 @@ func TestPartialMelEqualsWholeWindow(t *testing.T) {
 	}
 }
 
+// A committed turn's final reuses the stream its partials built: the same features bit for bit
+// as a whole decode of the committed audio, computing only what the partials had not; another
+// turn, another start sample, or a stream past the committed audio is not served (the caller
+// decodes the whole window).
+func TestPartialMelServesTheFinal(t *testing.T) {
+	ears := &melEars{}
+	ctx := context.Background()
+	pcm := speechLike(4, 3*hearRate)
+	partials := func(m *partialMel, gen, start int64, upTo int) {
+		t.Helper()
+		for end := partialCadence; end <= upTo; end += partialCadence {
+			if _, err := m.transcribe(ctx, ears, Hearing{Partial: true}, gen, start, pcm[:end], false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var m partialMel
+	partials(&m, 1, 4000, 2*hearRate)
+	wholes := ears.wholes.Load()
+	got, ok, err := m.final(ctx, ears, Hearing{}, 1, 4000, pcm)
+	if err != nil || !ok {
+		t.Fatalf("final = %v, %v: not served by the turn's stream", ok, err)
+	}
+	if want, _ := ears.Transcribe(ctx, pcm); got != want {
+		t.Fatalf("final through the stream %s, whole decode %s", got, want)
+	}
+	if ears.wholes.Load() != wholes+1 { // the one just made for want
+		t.Fatal("the final decoded the whole window")
+	}
+	for _, tc := range []struct {
+		name       string
+		gen, start int64
+		pcm        []float32
+	}{
+		{"another turn", 2, 4000, pcm},
+		{"another start sample", 1, 4160, pcm},
+		{"the stream holds more than the committed audio", 1, 4000, pcm[:hearRate]},
+		{"past one window", 1, 4000, speechLike(4, audio.WhisperSamples+1)},
+	} {
+		var m partialMel
+		partials(&m, 1, 4000, 2*hearRate)
+		if _, ok, _ := m.final(ctx, ears, Hearing{}, tc.gen, tc.start, tc.pcm); ok {
+			t.Errorf("%s: served by the stream", tc.name)
+		}
+	}
+	var none partialMel
+	if _, ok, _ := none.final(ctx, ears, Hearing{}, 1, 0, pcm); ok {
+		t.Error("served without a stream")
+	}
+}
+
 // The conversation's partial decodes (streamed transcription deltas) go through the features
-// when the Ears take them; the final transcript is still a whole decode of the committed audio.
+// when the Ears take them, and so does the final: it reuses the turn's stream.
 func TestConversationPartialsThroughMel(t *testing.T) {
 	testkit.CheckLeaks(t)
 	ears := &melEars{}
@@ -112,7 +163,12 @@ func TestConversationPartialsThroughMel(t *testing.T) {
 		t.Errorf("no transcription delta: %s", typesOf(evs))
 	}
 	end()
-	if ears.mels.Load() == 0 || ears.wholes.Load() == 0 {
-		t.Errorf("%d partial decodes through features, %d whole decodes: want partials through features and the final whole", ears.mels.Load(), ears.wholes.Load())
+	if ears.mels.Load() < 2 || ears.wholes.Load() != 0 {
+		t.Errorf("%d decodes through features, %d whole decodes: want the partials and the final through features", ears.mels.Load(), ears.wholes.Load())
+	}
+	for _, e := range evs {
+		if e["type"] == "conversation.item.input_audio_transcription.completed" && e["transcript"] == "" {
+			t.Errorf("an empty final transcript: %v", e)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -30,6 +31,10 @@ type converseBench struct {
 	receivedSamples atomic.Int64
 	reportedHeardUs atomic.Int64
 	reportedSpokeUs atomic.Int64
+	// debugURL is the server's profiling listener (-debug-url): the ramp's busiest level is
+	// profiled there and split by stage. Nil: no profile.
+	debugURL   *url.URL
+	profileOut string // where that profile is kept ("": not kept)
 }
 
 func runConverse(ctx context.Context, args []string) error {
@@ -45,6 +50,8 @@ func runConverse(ctx context.Context, args []string) error {
 	rampTurns := fs.Int("ramp-turns", 3, "turns per conversation at each concurrency level")
 	idle := fs.Int("idle", 16, "memory per idle conversation: open this many (0: skip)")
 	pid := fs.Int("pid", 0, "read the server's VmRSS from /proc/PID/status (default: /v1/speech/health processResidentBytes)")
+	debugURL := fs.String("debug-url", "", "the server's --debug-addr listener (http://127.0.0.1:6060, loopback only): profile the ramp's busiest level and report the server's CPU by stage")
+	profileOut := fs.String("profile-out", "", "with -debug-url: keep the CPU profile in this file (go tool pprof -top FILE)")
 	calibrate := fs.Bool("calibrate", true, "time each clip's decode on /v1/transcribe and each first sentence on /v1/synthesize to estimate the server's own overhead")
 	mindDelay := fs.Duration("mind-delay", 0, "compare speculation: start a fake OpenAI-compatible mind whose first token comes after this, and two voiced servers (-voiced) that use it, --speculate on and off; speak the same turns to both (semantic_vad) and print each one's answer latency (the other phases are skipped)")
 	speculate := fs.String("speculate", "on,off", "with -mind-delay: the sides to run: on,off | on | off")
@@ -88,6 +95,13 @@ func runConverse(ctx context.Context, args []string) error {
 			turns: *turns, eagerness: *eagerness, fixtureSpeech: *fixtureSpeech}.run(ctx, &c, utts)
 	}
 	b := &converseBench{c: &c, silenceMs: *silenceMs, gap: *gap}
+	if *debugURL != "" {
+		u, err := loopbackURL(*debugURL)
+		if err != nil {
+			return fmt.Errorf("-debug-url: %w", err)
+		}
+		b.debugURL, b.profileOut = u, *profileOut
+	}
 	switch {
 	case *secretFile != "":
 		s, err := os.ReadFile(*secretFile)

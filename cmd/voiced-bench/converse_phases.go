@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -144,13 +145,33 @@ func baseP95(r *Report) float64 {
 // against base (the single-conversation p95; the first level's when base < 0).
 func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int, base float64) {
 	best := 0
+	var lastWall time.Duration
 	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
 		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
 		after := &Series{Name: fmt.Sprintf("  after speech_stopped, %d concurrent", conc), Unit: "ms"}
 		var wg sync.WaitGroup
 		var refused atomic.Int64
+		var convNanos atomic.Int64 // conversation-time held open at this level
+		label := fmt.Sprintf("%d concurrent", conc)
+		// The busiest level is profiled for about as long as the level before it took (the
+		// same turns per conversation), so the profile covers the level and little else.
+		var prof sync.WaitGroup
+		if b.debugURL != nil && conc*2 > maxConc && lastWall > 0 {
+			prof.Go(func() {
+				p, err := cpuProfile(ctx, b.debugURL, max(1, int(lastWall.Seconds())), b.profileOut)
+				if err != nil {
+					b.errors.add("cpu profile", err)
+					return
+				}
+				stageShares(r, p, label)
+			})
+		}
+		mark := b.cpuMark(ctx)
+		levelStart := time.Now()
 		for range conc {
 			wg.Go(func() {
+				began := time.Now()
+				defer func() { convNanos.Add(int64(time.Since(began))) }()
 				res, err := b.conversation(ctx, turns)
 				if err != nil {
 					if strings.Contains(err.Error(), "429") {
@@ -168,6 +189,9 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 			})
 		}
 		wg.Wait()
+		lastWall = time.Since(levelStart)
+		cpuPerConversation(r, label, mark, b.cpuMark(ctx), time.Duration(convNanos.Load()).Seconds())
+		prof.Wait()
 		r.add(s, after)
 		if n := refused.Load(); n > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("at %d concurrent the server refused %d conversations (429: --max-conversations / --max-per-tenant): the ramp stops there", conc, n))

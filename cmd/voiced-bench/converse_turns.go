@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,10 @@ import (
 
 // One conversation of the bench: turns spoken in paced 20 ms appends, the server's events
 // stamped on arrival and noted per turn.
+
+// traceEvents (VOICED_BENCH_TRACE=1) prints every server event but the deltas to stderr, and each
+// turn's end of speech: to see where a turn that was never answered stopped.
+var traceEvents = os.Getenv("VOICED_BENCH_TRACE") == "1"
 
 // event is one server event as the bench needs it, stamped on arrival.
 type event struct {
@@ -35,6 +40,7 @@ type turnResult struct {
 	firstSentence                         string
 	status                                string
 	early                                 bool
+	started                               bool // speech_started arrived during this turn
 }
 
 // conversation opens one conversation and speaks turns utterances into it, one after another.
@@ -72,6 +78,9 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 			case "response.done":
 				b.reportedHeardUs.Add(int64(ev.Response.Usage.Heard * 1e6))
 				b.reportedSpokeUs.Add(int64(ev.Response.Usage.Spoken * 1e6))
+			}
+			if traceEvents && e.typ != "audio.delta" && !strings.HasSuffix(e.typ, ".delta") {
+				fmt.Fprintf(os.Stderr, "trace %p %s %s audio_end_ms=%d %s %s\n", conn, e.at.Format("15:04:05.000"), e.typ, e.audioEndMs, e.status, e.errMsg)
 			}
 			select {
 			case events <- e:
@@ -125,6 +134,9 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 			sent++
 			if k == endFrame-1 {
 				t.stop = time.Now()
+				if traceEvents {
+					fmt.Fprintf(os.Stderr, "trace %p %s speech ends (turn %d, utterance %s)\n", conn, t.stop.Format("15:04:05.000"), i, u.name)
+				}
 				deadline = t.stop.Add(20 * time.Second)
 			}
 		drain:
@@ -146,7 +158,13 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 				break
 			}
 			if !deadline.IsZero() && time.Now().After(deadline) {
-				b.errors.add("no answer within 20 s of the end of speech", nil)
+				// Tell a turn the server never heard begin (Silero found no speech in the
+				// utterance: an input problem) from one it heard and did not answer.
+				if t.started {
+					b.errors.add("no answer within 20 s of the end of speech", nil)
+				} else {
+					b.errors.add("no speech_started for the utterance (not heard as speech)", nil)
+				}
 				break
 			}
 		}
@@ -160,6 +178,8 @@ func (b *converseBench) conversation(ctx context.Context, turns int) ([]turnResu
 // speech_stopped matters (an early end is reported as such).
 func (b *converseBench) note(t *turnResult, e event) {
 	switch e.typ {
+	case "input_audio_buffer.speech_started":
+		t.started = true
 	case "input_audio_buffer.speech_stopped":
 		if t.stop.IsZero() {
 			t.early = true // the server ended the turn inside the utterance

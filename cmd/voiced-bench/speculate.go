@@ -101,6 +101,9 @@ func spawnVoiced(ctx context.Context, name, bin string, args []string) (*spawned
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
+			if traceEvents {
+				fmt.Fprintf(os.Stderr, "trace %s: %s\n", name, sc.Text())
+			}
 			if m := listenAddr.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				found <- m[1]
 				sent = true
@@ -253,11 +256,14 @@ func (sc speculationCompare) run(ctx context.Context, c *common, utts []utteranc
 		r.Values["speculate "+side+": turns ended inside the utterance (excluded)"] = float64(early[side])
 		b.errors.into(r)
 	}
-	if on, off := answers["on"].Samples(), answers["off"].Samples(); len(on) > 0 && len(off) > 0 {
-		son, _ := Summarize(on)
-		soff, _ := Summarize(off)
-		r.Values["answer p50 ratio on/off"] = son.P50 / soff.P50
-		r.Values["answer p95 ratio on/off"] = son.P95 / soff.P95
+	// With one side only (-speculate on, or off) there is nothing to compare.
+	if answers["on"] != nil && answers["off"] != nil {
+		if on, off := answers["on"].Samples(), answers["off"].Samples(); len(on) > 0 && len(off) > 0 {
+			son, _ := Summarize(on)
+			soff, _ := Summarize(off)
+			r.Values["answer p50 ratio on/off"] = son.P50 / soff.P50
+			r.Values["answer p95 ratio on/off"] = son.P95 / soff.P95
+		}
 	}
 	r.Values["mind calls (both servers)"] = float64(fm.calls.Load())
 	r.WallS = time.Since(start).Seconds()

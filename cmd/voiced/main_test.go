@@ -155,6 +155,7 @@ func TestRefusedStarts(t *testing.T) {
 		{"negative body rate", []string{"VOICED_TOKEN=t"}, []string{"--http-body-min-rate", "-1"}, 1, []string{"listener limits must not be negative"}},
 		{"event bytes burst under 1 MiB", []string{"VOICED_TOKEN=t"}, []string{"--event-bytes-burst", "65536"}, 1, []string{"--event-bytes-burst"}},
 		{"conversation bytes under 1 MiB", []string{"VOICED_TOKEN=t"}, []string{"--max-conversation-bytes", "1000"}, 1, []string{"--max-conversation-bytes"}},
+		{"debug listener off the loopback", []string{"VOICED_TOKEN=t"}, []string{"--debug-addr", "0.0.0.0:6060"}, 1, []string{"--debug-addr", "loopback"}},
 		{"unknown device", []string{"VOICED_TOKEN=t"}, []string{"--device", "tpu"}, 1, []string{"unknown device"}},
 		{"webrtc disconnect under its floor", []string{"VOICED_TOKEN=t"}, []string{"--webrtc-disconnect-timeout", "1s"}, 1, []string{"--webrtc-disconnect-timeout must be at least 2s"}},
 		{"corrupt mount", []string{"VOICED_TOKEN=t"}, []string{"--speech-assets", corrupt}, 1, []string{assets.SileroModel, "digest mismatch", "sha256sum -c MODELS.sha256"}},

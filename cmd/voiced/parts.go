@@ -17,6 +17,7 @@ type parts struct {
 	speech       speechConfig
 	conversation conversationConfig
 	webrtc       webrtcConfig
+	debug        debugConfig
 }
 
 func (p *parts) flags(fs *flag.FlagSet) {
@@ -27,6 +28,7 @@ func (p *parts) flags(fs *flag.FlagSet) {
 	p.speech.flags(fs)
 	p.conversation.flags(fs)
 	p.webrtc.flags(fs)
+	p.debug.flags(fs)
 }
 
 // validate checks every part's flags before anything starts, so nothing starts half-configured.
@@ -53,6 +55,9 @@ func (p *parts) validate(app *App) (part string, err error) {
 	if err := p.webrtc.validate(); err != nil {
 		return "webrtc", err
 	}
+	if err := p.debug.validate(); err != nil {
+		return "debug", err
+	}
 	return "", nil
 }
 
@@ -65,6 +70,9 @@ func (p *parts) validate(app *App) (part string, err error) {
 func (p *parts) start(ctx context.Context, app *App) (part string, err error) {
 	if err := serveCore(app); err != nil {
 		return "page", err
+	}
+	if err := p.debug.start(app); err != nil {
+		return "debug", err
 	}
 	node, err := p.cluster.start(ctx, app)
 	if err != nil {

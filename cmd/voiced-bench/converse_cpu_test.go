@@ -1,0 +1,43 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+func sample(fns ...string) *profile.Sample {
+	s := &profile.Sample{Value: []int64{1}}
+	for _, fn := range fns {
+		s.Location = append(s.Location, &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: fn}}}})
+	}
+	return s
+}
+
+// Each sample goes to the first stage matching a frame from the leaf up: what the leaf is
+// (allocation, a cgo call) is charged to the stage that asked for it.
+func TestStageOf(t *testing.T) {
+	tests := []struct {
+		stack []string // leaf first
+		want  string
+	}{
+		{[]string{"runtime.mallocgc", "encoding/json.Marshal", "github.com/voiced/voiced/session.(*outbox).send"}, "JSON / base64"},
+		{[]string{"runtime.cgocall", "github.com/yalue/onnxruntime_go.(*DynamicAdvancedSession).Run", "github.com/voiced/voiced/speechcore/whisper.(*model).transcribe"}, "Whisper model + decode loop"},
+		{[]string{"runtime.cgocall", "github.com/yalue/onnxruntime_go.(*AdvancedSession).Run", "github.com/voiced/voiced/speechcore/squelch.(*Stream).Push"}, "VAD / turn detection"},
+		{[]string{"github.com/voiced/voiced/audio.stockham", "github.com/voiced/voiced/audio.(*Mel).frames", "github.com/voiced/voiced/speechcore/whisper.(*Engine).Transcribe"}, "log-mel (partials and finals)"},
+		{[]string{"github.com/voiced/voiced/audio.(*Resampler).Process", "github.com/voiced/voiced/session.(*inputBuffer).append"}, "resampling"},
+		{[]string{"syscall.Syscall", "internal/poll.(*FD).Write", "net.(*conn).Write", "github.com/coder/websocket.(*Conn).Write", "github.com/voiced/voiced/door.(*Writer).Run"}, "network syscalls"},
+		{[]string{"github.com/voiced/voiced/audio.dot", "github.com/voiced/voiced/audio.(*Resampler).emit", "github.com/voiced/voiced/session.(*inputBuffer).append"}, "resampling"},
+		{[]string{"github.com/voiced/voiced/audio.Encoding.Decode", "github.com/voiced/voiced/session.decodeInput"}, "audio codecs (PCM, G.711)"},
+		{[]string{"runtime.mallocgc", "github.com/voiced/voiced/session.(*conversation).handle"}, "conversation (session)"},
+		{[]string{"runtime.gcBgMarkWorker"}, "GC (background)"},
+		{[]string{"github.com/voiced/voiced/meter.(*Meter).Record"}, "metering"},
+		{[]string{"runtime.futex", "runtime.findRunnable", "runtime.schedule"}, "scheduler / runtime"},
+		{[]string{"crypto/sha256.block"}, "other"},
+	}
+	for _, tc := range tests {
+		if got := stageOf(sample(tc.stack...)); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.stack, got, tc.want)
+		}
+	}
+}
