@@ -39,6 +39,7 @@ var espeak struct {
 	voice   string
 	initErr error
 	inited  bool
+	tags    map[string]*C.char // language tags handed to espeak-ng, kept for its lifetime
 }
 
 // espeakVoice is the espeak-ng voice misaki's American fallback uses.
@@ -80,9 +81,17 @@ func espeakIPAIn(voice, text string) (string, error) {
 		voice = espeakVoice
 	}
 	if voice != espeak.voice {
-		name := C.CString(voice)
+		// espeak-ng keeps the selector's languages pointer (voice_selected) after the call:
+		// the string must outlive it, so each tag's C string is made once and never freed.
+		name, ok := espeak.tags[voice]
+		if !ok {
+			name = C.CString(voice)
+			if espeak.tags == nil {
+				espeak.tags = map[string]*C.char{}
+			}
+			espeak.tags[voice] = name
+		}
 		rc := C.voiced_set_language(name)
-		C.free(unsafe.Pointer(name))
 		if rc != C.EE_OK {
 			return "", fmt.Errorf("%w: voice %s not found (code %d)", ErrEspeak, voice, int(rc))
 		}
