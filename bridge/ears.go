@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
@@ -54,7 +56,7 @@ func (e Ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing
 	}
 	r, err := w.TranscribeAs(ctx, pcm, hearingRequest(h))
 	if err != nil {
-		return "", err
+		return "", languageError(err)
 	}
 	e.observe(r)
 	return r.Text, nil
@@ -62,7 +64,7 @@ func (e Ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing
 
 // hearingRequest is a conversation's place in Whisper's queue.
 func hearingRequest(h session.Hearing) whisper.Request {
-	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final}
+	req := whisper.Request{Owner: h.Conversation, Kind: whisper.Final, Language: h.Language}
 	if h.Partial {
 		req.Kind = whisper.Partial
 	}
@@ -85,8 +87,17 @@ func (e Ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearin
 	}
 	r, err := w.TranscribeMelAs(ctx, mel, hearingRequest(h))
 	if err != nil {
-		return "", err
+		return "", languageError(err)
 	}
 	e.observe(r)
 	return r.Text, nil
+}
+
+// languageError marks Whisper's language refusals as session.ErrLanguageNotServed, so the
+// conversation names them in the transcription's failed event.
+func languageError(err error) error {
+	if errors.Is(err, whisper.ErrLanguageNotServed) || errors.Is(err, whisper.ErrUnknownLanguage) {
+		return fmt.Errorf("%w: %w", session.ErrLanguageNotServed, err)
+	}
+	return err
 }

@@ -11,12 +11,49 @@ import (
 // abbreviation (Dr., Mr., e.g.) or a single capital letter (an initial, J. Smith) ends nothing,
 // and "etc." ends a sentence only when a capital or the end of the text follows it. Closing
 // quotes and brackets stay with the sentence they close.
+//
+// The served languages' punctuation (issue 21): Spanish opens with ¿ ¡ (they begin the next
+// sentence, and are skipped when looking for the capital after "etc."); French and Spanish
+// quote with « » (» closes like ”); Chinese and Japanese end with 。！？, which need no
+// whitespace after them (those scripts put none), and close with 」』）. Abbreviations of
+// Spanish, French, Italian and Portuguese titles are in the list.
 
-func isTerminator(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '…' }
+func isTerminator(r rune) bool {
+	return r == '.' || r == '!' || r == '?' || r == '…' || isWideTerminator(r)
+}
+
+// isWideTerminator: the ideographic full stop and the fullwidth ! and ?.
+func isWideTerminator(r rune) bool { return r == '\u3002' || r == '\uff01' || r == '\uff1f' }
 
 func isCloser(r rune) bool {
 	switch r {
-	case '"', '\'', '\u201d', '\u2019', ')', ']', '}', '\u00bb':
+	case '"', '\'', '\u201d', '\u2019', ')', ']', '}', '\u00bb', '\u300d', '\u300f', '\uff09':
+		return true
+	}
+	return false
+}
+
+// frenchCloser is the length of spaces then » at the start of s (0 when s does not start so).
+func frenchCloser(s string) int {
+	k := 0
+	for k < len(s) {
+		r, n := utf8.DecodeRuneInString(s[k:])
+		switch {
+		case r == ' ' || r == '\u00a0' || r == '\u202f':
+			k += n
+			continue
+		case r == '\u00bb' && k > 0:
+			return k + n
+		}
+		return 0
+	}
+	return 0
+}
+
+// isOpener is punctuation that opens a sentence: Spanish ¿ ¡, and opening quotes and brackets.
+func isOpener(r rune) bool {
+	switch r {
+	case '\u00bf', '\u00a1', '\u00ab', '"', '\u201c', '(', '\u300c', '\u300e':
 		return true
 	}
 	return false
@@ -28,6 +65,13 @@ var abbreviations = map[string]bool{
 	"vs": true, "mt": true, "e.g": true, "i.e": true, "a.m": true, "p.m": true, "approx": true,
 	"fig": true, "inc": true, "ltd": true, "co": true, "corp": true, "gen": true, "gov": true,
 	"sgt": true, "capt": true, "lt": true, "col": true, "rev": true, "hon": true,
+	// Spanish, Portuguese
+	"sra": true, "srta": true, "dra": true, "ud": true, "uds": true, "av": true, "avda": true,
+	"pág": true, "núm": true, "p.ej": true, "exmo": true, "exma": true,
+	// French
+	"mme": true, "mmes": true, "mlle": true, "mlles": true, "cf": true, "env": true,
+	// Italian
+	"sig": true, "sigg": true, "dott": true, "geom": true, "ing": true, "avv": true,
 }
 
 // scanSentences cuts text into complete sentences and the unfinished rest. When final is true
@@ -51,26 +95,33 @@ func scanSentences(text string, final bool) (sentences []string, rest string) {
 		}
 		j := i
 		onlyPeriod := true
+		wide := false
 		for j < len(text) {
 			r, n := utf8.DecodeRuneInString(text[j:])
 			if !isTerminator(r) {
 				break
 			}
 			onlyPeriod = onlyPeriod && r == '.' && j == i
+			wide = wide || isWideTerminator(r)
 			j += n
 		}
 		for j < len(text) {
 			r, n := utf8.DecodeRuneInString(text[j:])
 			if !isCloser(r) {
+				// French sets » off with a (narrow) space: « Bonjour. »
+				if k := frenchCloser(text[j:]); k > 0 {
+					j += k
+					continue
+				}
 				break
 			}
 			j += n
 		}
-		if j == len(text) && !final {
+		if j == len(text) && !final && !wide {
 			break // the next character decides: "3." may become "3.5", "Dr." stays "Dr."
 		}
-		if j < len(text) {
-			if r, _ := utf8.DecodeRuneInString(text[j:]); !unicode.IsSpace(r) {
+		if j < len(text) && !wide {
+			if r, _ := utf8.DecodeRuneInString(text[j:]); !unicode.IsSpace(r) && r != '\u00bf' && r != '\u00a1' {
 				i = j
 				continue
 			}
@@ -113,7 +164,7 @@ func periodEnds(before, after string, final bool) (end, decided bool) {
 		}
 	}
 	if word == "etc" {
-		next := strings.TrimLeftFunc(after, unicode.IsSpace)
+		next := strings.TrimLeftFunc(after, func(r rune) bool { return unicode.IsSpace(r) || isOpener(r) })
 		if next == "" {
 			return final, final
 		}

@@ -57,6 +57,7 @@ type conversation struct {
 	backlog backlog
 
 	in      inputSide
+	lang    hearingLanguage // the session's transcription language, for the workers
 	outbox  outbox
 	turns   handoff
 	hist    history
@@ -293,6 +294,7 @@ func (c *conversation) start() error {
 	if err := c.configure(); err != nil {
 		return err
 	}
+	c.lang.set(c.in.sess)
 	c.send(wire.SessionCreated{Session: c.in.sess})
 	return nil
 }

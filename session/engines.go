@@ -42,6 +42,9 @@ type SharedEars interface {
 type Hearing struct {
 	Conversation string
 	Partial      bool
+	// Language is the session's transcription language: "" for the server's default, "auto" to
+	// detect (finals only), or an ISO-639-1 code.
+	Language string
 }
 
 // Voice speaks text: emit is called with each piece's audio (24 kHz mono PCM16) as soon as it

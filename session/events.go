@@ -120,6 +120,7 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 		c.sendError(wire.ErrServer("the session's audio settings could not be applied: "+err.Error(), u.ClientEventID()))
 		return
 	}
+	c.lang.set(c.in.sess)
 	c.send(wire.SessionUpdated{Session: c.in.sess})
 }
 
@@ -215,7 +216,7 @@ func (c *conversation) heard(pcm []float32) bool {
 	held := c.in.pending != nil // speech judged: partials for its words, none streamed yet
 	if stream := c.in.sess.Transcription != nil && !held; c.in.speechItem != "" && (stream || held || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
 		from := max(0, int(c.in.input.speechStart-c.in.input.start))
-		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, send: c.send},
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send},
 			c.in.input.pcm[from:], c.in.input.start+int64(from), c.in.speechItem, stream)
 	}
 	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
@@ -414,7 +415,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 	var err error
 	reused := false
 	if span.start >= 0 {
-		text, reused, err = c.in.partials.mel.final(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID}, span.gen, span.start, pcm)
+		text, reused, err = c.in.partials.mel.final(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.get()}, span.gen, span.start, pcm)
 	}
 	if !reused {
 		text, err = c.hearUtterance(c.ctx, pcm)
@@ -426,8 +427,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 		if c.ctx.Err() == nil {
 			c.log.Error("input transcription failed", "err", err)
 			if report {
-				c.send(wire.InputAudioTranscriptionFailed{ItemID: e.item.ID, ContentIndex: 0,
-					Error: &wire.Error{Type: wire.TypeServer, Code: codeTranscriptionFailed, Message: "the transcription of this audio failed"}})
+				c.send(wire.InputAudioTranscriptionFailed{ItemID: e.item.ID, ContentIndex: 0, Error: transcriptionFailure(err)})
 			}
 		}
 		return
@@ -442,7 +442,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 // hearAs asks Ears for one window: as this conversation's final or partial when the Ears is
 // shared (SharedEars), so the decoder serves conversations fairly.
 func (c *conversation) hearAs(ctx context.Context, pcm []float32, partial bool) (string, error) {
-	return hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: partial}, pcm)
+	return hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: partial, Language: c.lang.get()}, pcm)
 }
 
 // hearWith asks ears for one window, as h when ears are shared.

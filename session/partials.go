@@ -121,7 +121,9 @@ type decodeOn struct {
 	ears   Ears
 	work   *sync.WaitGroup
 	convID string
-	send   func(wire.ServerEvent)
+	// language is the session's transcription language (Hearing.Language).
+	language string
+	send     func(wire.ServerEvent)
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -179,7 +181,7 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, start int64, item stri
 	p.mu.Unlock()
 	c.work.Go(func() {
 		defer p.busy.Add(-1)
-		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true}, gen, start, snapshot, slid)
+		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true, Language: c.language}, gen, start, snapshot, slid)
 		if err != nil || p.gen.Load() != gen {
 			return
 		}

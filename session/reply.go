@@ -243,7 +243,7 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 // mindRequest is what a reply configured so asks the mind about items.
 func mindRequest(cfg wire.Session, items []wire.Item) mind.Request {
-	req := mind.Request{Instructions: cfg.Instructions, History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice),
+	req := mind.Request{Instructions: mindInstructions(cfg), History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice),
 		Temperature: cfg.Temperature, MaxOutputTokens: cfg.MaxOutputTokens, ParallelToolCalls: &cfg.ParallelToolCalls}
 	for _, t := range cfg.Tools {
 		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})

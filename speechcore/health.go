@@ -80,6 +80,11 @@ type ModelHealth struct {
 	WarmupMs           float64            `json:"warmupMs"`
 	ResidentDeltaBytes int64              `json:"residentDeltaBytes"`
 	QueueDepth         int                `json:"queueDepth"`
+	// Languages (languages.go): what the model hears or speaks; DefaultLanguage and
+	// DetectsLanguage are transcription's.
+	Languages       []LanguageHealth `json:"languages,omitempty"`
+	DefaultLanguage string           `json:"defaultLanguage,omitempty"`
+	DetectsLanguage bool             `json:"detectsLanguage,omitempty"`
 }
 
 // MarshalJSON writes the digests beside the other fields, as the reference shape has them.
@@ -149,6 +154,7 @@ func (s *Service) Health() Health {
 		"modelDigest": digest(assets.SileroModel),
 	})
 	h.VAD.SampleRate = 16000
+	s.languagesHealth(&h)
 	return h
 }
 

@@ -30,6 +30,9 @@ type Config struct {
 	Env *runtime.Env
 	// Log receives the service's start-up logs (default slog.Default()).
 	Log *slog.Logger
+	// Language is the language Whisper hears when a request names none (whisper.Options.Language:
+	// "" is English, "auto" detects every final's language at one extra decoder pass).
+	Language string
 }
 
 // Service owns the speech models of the process: the verified mount, the ONNX Runtime

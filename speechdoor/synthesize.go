@@ -50,6 +50,8 @@ const (
 var (
 	ErrVoiceNotMounted = door.NewRefusal(http.StatusBadRequest, "voice_not_mounted",
 		"that voice is not mounted")
+	ErrVoiceLanguageNotServed = door.NewRefusal(http.StatusBadRequest, "voice_language_not_served",
+		"that voice's language has no G2P here (Japanese and Mandarin): pick a voice of a served language (/v1/speech/health)")
 	ErrSpeedOutOfRange = door.NewRefusal(http.StatusBadRequest, "speed_out_of_range",
 		fmt.Sprintf("speed must be a number from %g to %g", kokoro.MinSpeed, kokoro.MaxSpeed))
 	ErrEmptyText = door.NewRefusal(http.StatusBadRequest, "empty_text",
@@ -83,6 +85,8 @@ func synthesisError(err error) *door.Refusal {
 		return r
 	case errors.Is(err, kokoro.ErrUnknownVoice):
 		return door.Refuse(ErrVoiceNotMounted, err.Error())
+	case errors.Is(err, kokoro.ErrVoiceLanguage):
+		return door.Refuse(ErrVoiceLanguageNotServed, err.Error())
 	case errors.Is(err, kokoro.ErrSpeed):
 		return ErrSpeedOutOfRange
 	case errors.Is(err, kokoro.ErrNothingToSay):

@@ -44,7 +44,7 @@ var (
 
 // transcriber is what the speech-to-text doors need of Whisper (*whisper.Engine).
 type transcriber interface {
-	Transcribe(ctx context.Context, pcm16k []float32) (whisper.Result, error)
+	TranscribeAs(ctx context.Context, pcm16k []float32, req whisper.Request) (whisper.Result, error)
 	ModelID() string
 }
 
@@ -78,14 +78,20 @@ type readyFrame struct {
 }
 
 type deltaFrame struct {
-	Type         string   `json:"type"`
-	Segment      int      `json:"segment"`
-	Kind         string   `json:"kind"` // partial or final
-	Text         string   `json:"text"`
-	T0Ms         float64  `json:"t0Ms"`
-	T1Ms         float64  `json:"t1Ms"`
-	DecodeMs     float64  `json:"decodeMs"`
-	FirstTokenMs *float64 `json:"firstTokenMs,omitempty"`
+	Type    string `json:"type"`
+	Segment int    `json:"segment"`
+	Kind    string `json:"kind"` // partial or final
+	Text    string `json:"text"`
+	// Language is the language a final was decoded in (detected with ?language=auto).
+	Language string `json:"language,omitempty"`
+	// Segments are a final's timed segments (?timestamps=true), in seconds from the stream's start.
+	Segments []segmentJSON `json:"segments,omitempty"`
+	// Logprobs are a final's token log-probabilities (?logprobs=true).
+	Logprobs     []logprobJSON `json:"logprobs,omitempty"`
+	T0Ms         float64       `json:"t0Ms"`
+	T1Ms         float64       `json:"t1Ms"`
+	DecodeMs     float64       `json:"decodeMs"`
+	FirstTokenMs *float64      `json:"firstTokenMs,omitempty"`
 }
 
 // closeFrame asks the writer to close the socket once everything before it is written.
@@ -98,6 +104,11 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	engine := d.svc.speech.Whisper
 	if engine == nil {
 		d.svc.refuse(w, speechcore.ErrNotWarm)
+		return
+	}
+	hearing, refusal := hearingFromQuery(r, engine)
+	if refusal != nil {
+		d.svc.refuse(w, refusal)
 		return
 	}
 	ctx, conn, done, ok := d.svc.admitSocket(w, r)
@@ -117,6 +128,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &transcribeSession{
 		conn:           conn,
 		engine:         engine,
+		hearing:        hearing,
 		log:            d.svc.log,
 		heard:          d.svc.tab(r).heard,
 		svc:            d.svc,
@@ -132,7 +144,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		device, provider = d.svc.speech.Env.Device(), d.svc.speech.Env.ExecutionProvider()
 	}
 	s.run(ctx, d.svc.Sockets.Draining(), readyFrame{
-		Type: "ready", ModelID: engine.ModelID(), Language: "en", SampleRate: audio.WhisperSampleRate,
+		Type: "ready", ModelID: engine.ModelID(), Language: hearing.language, SampleRate: audio.WhisperSampleRate,
 		Encoding: "pcm16le", Channels: 1, PartialCadenceMs: cadence.Milliseconds(), SegmentMaxMs: segMax.Milliseconds(),
 		Device: device, ExecutionProvider: provider,
 	})
@@ -153,6 +165,7 @@ type sttJob struct {
 type transcribeSession struct {
 	conn           *websocket.Conn
 	engine         transcriber
+	hearing        hearingOptions
 	log            *slog.Logger
 	heard          func(seconds float64) // the meter: each frame taken; may be nil
 	svc            *Doors                // metrics; may be nil
@@ -181,22 +194,24 @@ type transcribeSession struct {
 	mel       *audio.MelStream // the open segment's log-mel, when the engine takes features
 	melSeg    int              // the segment mel holds
 	melBuf    []float32
+	language  string // the language the last final was decoded in (partials of "auto" use it)
 }
 
 // melTranscriber is a transcriber that also decodes precomputed features (*whisper.Engine): the
 // decoder then keeps the open segment's log-mel and computes only the frames new since the last
 // partial (audio.MelStream) instead of the whole 30 s window each time.
 type melTranscriber interface {
-	TranscribeMel(ctx context.Context, mel []float32) (whisper.Result, error)
+	TranscribeMelAs(ctx context.Context, mel []float32, req whisper.Request) (whisper.Result, error)
 	NumMels() int
 }
 
 // transcribe decodes one job's audio, through the segment's incremental mel when the engine
 // takes features. A segment only grows until it ends, so a job's pcm extends what mel holds.
 func (s *transcribeSession) transcribe(ctx context.Context, j sttJob) (whisper.Result, error) {
+	req := s.hearing.request(j.final, s.language)
 	me, ok := s.engine.(melTranscriber)
 	if !ok || len(j.pcm) > audio.WhisperSamples {
-		return s.engine.Transcribe(ctx, j.pcm)
+		return s.engine.TranscribeAs(ctx, j.pcm, req)
 	}
 	if s.mel == nil {
 		s.mel = audio.NewMelStream(me.NumMels())
@@ -207,7 +222,7 @@ func (s *transcribeSession) transcribe(ctx context.Context, j sttJob) (whisper.R
 	}
 	s.mel.Append(j.pcm[s.mel.Len():])
 	s.melBuf = s.mel.Compute(s.melBuf)
-	return me.TranscribeMel(ctx, s.melBuf)
+	return me.TranscribeMelAs(ctx, s.melBuf, req)
 }
 
 func (s *transcribeSession) run(ctx context.Context, draining <-chan struct{}, ready readyFrame) {
@@ -522,8 +537,10 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 	}
 	start := time.Now()
 	var text string
+	var res whisper.Result
 	if len(j.pcm) > 0 {
-		res, err := s.transcribe(ctx, j)
+		var err error
+		res, err = s.transcribe(ctx, j)
 		if err == nil && s.svc != nil {
 			s.svc.speech.ObserveTranscription(res)
 		}
@@ -545,6 +562,21 @@ func (s *transcribeSession) deliver(ctx context.Context, j sttJob) {
 	delta := deltaFrame{
 		Type: "delta", Segment: j.segment, Kind: kind, Text: text,
 		T0Ms: samplesToMs(j.t0), T1Ms: samplesToMs(j.t1), DecodeMs: durationMs(end.Sub(start)),
+	}
+	if j.final {
+		if res.Language != "" {
+			s.language = res.Language
+		}
+		delta.Language = s.language
+		if delta.Language == "" && s.hearing.language != whisper.LanguageAuto {
+			delta.Language = s.hearing.language
+		}
+		if s.hearing.timestamps {
+			delta.Segments = segmentsJSON(res.Segments, float64(j.t0)/audio.WhisperSampleRate, 0)
+		}
+		if s.hearing.logprobs {
+			delta.Logprobs = logprobsJSON(res.Logprobs)
+		}
 	}
 	if !s.firstSent {
 		s.firstSent = true

@@ -607,7 +607,7 @@ func (t *transcript) catchUp(ctx context.Context, flush bool) error {
 		}
 		text := ""
 		if len(pcm) > 0 {
-			res, err := t.engine.Transcribe(ctx, pcm)
+			res, err := t.engine.TranscribeAs(ctx, pcm, whisper.Request{})
 			if err != nil {
 				return err
 			}

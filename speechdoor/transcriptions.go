@@ -73,6 +73,7 @@ type verboseTranscription struct {
 	Duration float64          `json:"duration"`
 	Text     string           `json:"text"`
 	Segments []verboseSegment `json:"segments"`
+	Logprobs []logprobJSON    `json:"logprobs,omitempty"`
 }
 
 func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -102,6 +103,11 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, door.Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", clip(up.format))))
 		return
 	}
+	hearing, refusal := up.hearing(engine)
+	if refusal != nil {
+		writeOpenAIError(w, refusal)
+		return
+	}
 	src, closeSrc, refusal := openAnyUpload(up)
 	if refusal != nil {
 		writeOpenAIError(w, refusal)
@@ -112,6 +118,8 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	var segments []verboseSegment
 	var texts []string
+	var heardIn string // the language of the first window with text (detected with auto)
+	var logprobs []logprobJSON
 	start := 0
 	for {
 		window, err := src.next()
@@ -123,7 +131,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeOpenAIError(w, door.Refuse(ErrBadForm, "reading the upload failed"))
 			return
 		}
-		res, err := engine.Transcribe(r.Context(), window)
+		res, err := engine.TranscribeAs(r.Context(), window, hearing.request(true, ""))
 		if err == nil {
 			d.svc.speech.ObserveTranscription(res)
 		}
@@ -139,12 +147,12 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		text := strings.TrimSpace(res.Text)
 		if text != "" {
 			texts = append(texts, text)
+			if heardIn == "" {
+				heardIn = res.Language
+			}
 		}
-		segments = append(segments, verboseSegment{
-			ID: len(segments), Seek: start / audio.WhisperHop,
-			Start: seconds(start), End: seconds(start + len(window)),
-			Text: " " + text, Tokens: orEmpty(res.Tokens),
-		})
+		logprobs = append(logprobs, logprobsJSON(res.Logprobs)...)
+		segments = append(segments, windowSegments(res, len(segments), start, len(window))...)
 		start += len(window)
 	}
 	text := strings.Join(texts, " ")
@@ -157,10 +165,14 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, subtitles(up.format, segments))
 	case "verbose_json":
 		writeJSON(w, http.StatusOK, verboseTranscription{
-			Task: "transcribe", Language: "english", Duration: seconds(start), Text: text, Segments: orEmptySegments(segments),
+			Task: "transcribe", Language: spokenLanguage(heardIn, hearing, engine), Duration: seconds(start), Text: text,
+			Segments: orEmptySegments(segments), Logprobs: logprobsOrNil(hearing, logprobs),
 		})
 	default:
-		writeJSON(w, http.StatusOK, map[string]string{"text": text})
+		writeJSON(w, http.StatusOK, struct {
+			Text     string        `json:"text"`
+			Logprobs []logprobJSON `json:"logprobs,omitempty"`
+		}{text, logprobsOrNil(hearing, logprobs)})
 	}
 }
 
@@ -195,6 +207,10 @@ type upload struct {
 	contentType string // the file part's, which only raw PCM is read by
 	format      string
 	spool       *os.File // the temporary file, removed by close
+	// language, timestamp_granularities[] and include[] as sent (checked by hearing).
+	language      string
+	granularities []string
+	include       []string
 }
 
 func (u *upload) close() {
@@ -256,6 +272,7 @@ func readUpload(r *http.Request) (*upload, *door.Refusal) {
 		if name == "response_format" && len(value) > 0 {
 			up.format = string(value)
 		}
+		up.option(name, string(value))
 	}
 	if !found {
 		return nil, ErrMissingFile

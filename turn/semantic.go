@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Eagerness is semantic_vad's eagerness: how readily a pause ends the turn.
@@ -89,6 +90,24 @@ var leadsOn = map[string]bool{
 	"my": true, "your": true, "our": true, "their": true,
 }
 
+// The same for the other languages voiced serves (issue 21): Spanish, French, Italian and
+// Portuguese conjunctions, articles and possessives, and fillers (Hindi is transcribed in
+// Devanagari: its words are not listed, its punctuation still counts).
+var leadsOnOther = map[string]bool{
+	// es
+	"y": true, "pero": true, "porque": true, "aunque": true, "si": true, "el": true, "la": true, "los": true,
+	"las": true, "un": true, "una": true, "mi": true, "tu": true, "su": true, "nuestro": true, "eh": true,
+	// fr
+	"et": true, "mais": true, "ou": true, "parce": true, "le": true, "les": true, "une": true, "des": true,
+	"mon": true, "ma": true, "mes": true, "ton": true, "euh": true, "bah": true,
+	// it
+	"e": true, "perché": true, "il": true, "lo": true, "gli": true, "uno": true, "mio": true,
+	// pt
+	"mas": true, "os": true, "um": true, "uma": true, "meu": true, "minha": true, "né": true,
+	// es, pt, it: "o" (or / the)
+	"o": true,
+}
+
 // leadOnUnlessAsked are prepositions a statement does not end on ("I want to book a table for")
 // while a question may ("What are you looking for?").
 var leadOnUnlessAsked = map[string]bool{
@@ -110,12 +129,15 @@ func Classify(text string) Ending {
 	words := strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
 	if len(words) > 0 {
 		last := strings.ToLower(words[len(words)-1])
-		if leadsOn[last] || leadOnUnlessAsked[last] && !strings.HasSuffix(text, "?") {
+		if leadsOn[last] || leadsOnOther[last] || leadOnUnlessAsked[last] && !strings.HasSuffix(text, "?") {
 			return Trailing
 		}
 	}
 	switch text[len(text)-1] {
 	case '.', '?', '!':
+		return Complete
+	}
+	if r, _ := utf8.DecodeLastRuneInString(text); r == '。' || r == '？' || r == '！' {
 		return Complete
 	}
 	return Unfinished

@@ -590,7 +590,7 @@ func TestPageBargeInInChromium(t *testing.T) {
 			fail("session.update %s: %v", frame, err)
 		}
 		pcm24k := wire.PCM16
-		if sess.TurnDetection.Type != wire.TurnSemanticVAD || sess.Voice != "am_adam" || sess.Transcription == nil ||
+		if sess.TurnDetection.Type != wire.TurnSemanticVAD || sess.Voice != "am_adam" || sess.Transcription == nil || sess.Transcription.Language != "es" ||
 			sess.TextOnly || sess.InputFormat != pcm24k || sess.OutputFormat != pcm24k {
 			fail("session after the page's update %s: %+v", frame, sess)
 		}
@@ -655,8 +655,14 @@ func TestPageBargeInInChromium(t *testing.T) {
 	tab.eval(t, ctx, `document.getElementById("credential").value = "a.principal.jwt";
 		document.getElementById("transport").value = "websocket";
 		document.getElementById("vad").value = "semantic_vad";
+		document.getElementById("language").value = "es";
+		document.getElementById("language").dispatchEvent(new Event("change"));
+		window.pickedVoice = document.getElementById("voice").value + " " + document.getElementById("voices").options.length;
 		document.getElementById("voice").value = "am_adam";
 		document.getElementById("connect").click();`)
+	if picked := tab.eval(t, ctx, `window.pickedVoice`); picked != "ef_dora 4" {
+		t.Errorf("picking Spanish offered %q, want ef_dora first of 3 Spanish voices + alloy", picked)
+	}
 	state := tab.eval(t, ctx, `new Promise((ok) => {
 		const t0 = Date.now();
 		(function poll() {

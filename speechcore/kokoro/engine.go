@@ -86,7 +86,9 @@ type Stats struct {
 type Engine struct {
 	dir          string
 	vocab        *Vocab
-	g2p          *G2P
+	g2p          *G2P // American English (misaki lexicon + espeak-ng en-us)
+	g2pMu        sync.Mutex
+	g2ps         map[byte]*G2P // the other languages' G2P by voice prefix, made on first use
 	voices       map[string]*Voice
 	names        []string
 	defaultVoice string
@@ -249,6 +251,9 @@ func (e *Engine) voice(name string) (*Voice, error) {
 	if !ok {
 		return nil, e.unknownVoice(name)
 	}
+	if err := checkLanguage(name); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -322,10 +327,11 @@ func (e *Engine) Speak(ctx context.Context, req Request, emit func(Chunk) error)
 // part longer than MaxPieceChars; "" on the later chunks of a text whose phonemes need more
 // than one model call (one long word).
 func (e *Engine) speakPiece(ctx context.Context, piece string, v *Voice, speed float32, onWait func(), index int, emit func(Chunk) error) (int, error) {
+	lang, _ := VoiceLanguage(v.Name)
 	for _, part := range sentence.Cut(piece, MaxPieceChars) {
-		spoken := sentence.Cut(Normalize(part), MaxPieceChars)
+		spoken := sentence.Cut(normalizeFor(lang, part), MaxPieceChars)
 		for _, words := range spoken {
-			ps, err := e.phonemesOf(words)
+			ps, err := e.phonemesIn(lang, words)
 			if errors.Is(err, ErrNothingToSay) {
 				continue
 			}
@@ -382,9 +388,24 @@ func (e *Engine) Phonemes(text string) (string, error) {
 	return e.phonemesOf(Normalize(text))
 }
 
+// PhonemesFor is Phonemes in a voice's language ("" = the default voice's).
+func (e *Engine) PhonemesFor(voice, text string) (string, error) {
+	v, err := e.voice(voice)
+	if err != nil {
+		return "", err
+	}
+	lang, _ := VoiceLanguage(v.Name)
+	return e.phonemesIn(lang, normalizeFor(lang, text))
+}
+
 // phonemesOf is Phonemes of text already normalised.
 func (e *Engine) phonemesOf(text string) (string, error) {
-	ps, err := e.g2p.Phonemize(text)
+	return e.phonemesIn(Languages[0], text)
+}
+
+// phonemesIn is phonemesOf in a language's G2P.
+func (e *Engine) phonemesIn(lang Language, text string) (string, error) {
+	ps, err := e.languageG2P(lang).Phonemize(text)
 	if err != nil {
 		return "", err
 	}

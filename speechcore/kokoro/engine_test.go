@@ -360,7 +360,7 @@ func TestSpeakRefusals(t *testing.T) {
 	if !strings.Contains(err.Error(), "af_heart") || !strings.Contains(err.Error(), "am_adam") {
 		t.Errorf("unknown-voice error does not list the mounted voices: %v", err)
 	}
-	if got := e.Voices(); len(got) != 2 || got[0] != "af_heart" || got[1] != "am_adam" {
+	if got := e.Voices(); len(got) != 4 || got[0] != "af_heart" || got[1] != "am_adam" || got[2] != "ef_dora" {
 		t.Errorf("Voices() = %v", got)
 	}
 	// A piece with nothing to say is skipped, the rest is spoken.

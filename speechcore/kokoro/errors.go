@@ -11,6 +11,9 @@ var (
 	// ErrNothingToSay: the text holds nothing speakable (empty, only punctuation, emoji or
 	// symbols). Decided here rather than speaking silence, so a caller learns its text was empty.
 	ErrNothingToSay = errors.New("nothing to say")
+	// ErrVoiceLanguage: the voice's language (its name's prefix) has no G2P here (Japanese,
+	// Mandarin); the wrapped message names it and the served languages.
+	ErrVoiceLanguage = errors.New("voice language not served")
 	// ErrModelIO: the ONNX file's inputs or outputs are not a Kokoro export's.
 	ErrModelIO = errors.New("kokoro model inputs/outputs not recognised")
 	// ErrVoiceTable: a voices/<name>.bin is not a float32 [510 x 256] table.

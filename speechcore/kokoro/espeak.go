@@ -3,11 +3,21 @@ package kokoro
 /*
 #cgo LDFLAGS: -lespeak-ng
 #include <stdlib.h>
+#include <string.h>
 #include <espeak-ng/speak_lib.h>
 
 // IPA output with '^' as the tie inside multi-letter phonemes (a^ɪ, t^ʃ), as misaki's fallback
 // asks of phonemizer (tie='^').
 static const int voicedPhonemeMode = espeakPHONEMES_IPA | espeakPHONEMES_TIE | ('^' << 8);
+
+// voiced_set_language selects a voice by language tag (fr-fr, pt-br, es), as phonemizer does;
+// espeak_SetVoiceByName wants a voice file's name, which differs from the tag (fr-fr is roa/fr).
+static int voiced_set_language(const char *lang) {
+	espeak_VOICE v;
+	memset(&v, 0, sizeof v);
+	v.languages = lang;
+	return espeak_SetVoiceByProperties(&v);
+}
 
 static const char *voiced_next_clause(const void **text) {
 	return espeak_TextToPhonemes(text, espeakCHARS_UTF8, voicedPhonemeMode);
@@ -29,6 +39,7 @@ var espeak struct {
 	voice   string
 	initErr error
 	inited  bool
+	tags    map[string]*C.char // language tags handed to espeak-ng, kept for its lifetime
 }
 
 // espeakVoice is the espeak-ng voice misaki's American fallback uses.
@@ -56,11 +67,35 @@ func espeakInit() error {
 
 // espeakIPA returns espeak-ng's raw IPA for text (tie '^', stress marks kept), clauses joined
 // by a space. Punctuation is not reported by espeak; callers pass words.
-func espeakIPA(text string) (string, error) {
+func espeakIPA(text string) (string, error) { return espeakIPAIn("", text) }
+
+// espeakIPAIn is espeakIPA in an espeak-ng voice ("" = en-us): the voice is switched under the
+// lock when it differs from the last one used.
+func espeakIPAIn(voice, text string) (string, error) {
 	espeak.mu.Lock()
 	defer espeak.mu.Unlock()
 	if err := espeakInit(); err != nil {
 		return "", err
+	}
+	if voice == "" {
+		voice = espeakVoice
+	}
+	if voice != espeak.voice {
+		// espeak-ng keeps the selector's languages pointer (voice_selected) after the call:
+		// the string must outlive it, so each tag's C string is made once and never freed.
+		name, ok := espeak.tags[voice]
+		if !ok {
+			name = C.CString(voice)
+			if espeak.tags == nil {
+				espeak.tags = map[string]*C.char{}
+			}
+			espeak.tags[voice] = name
+		}
+		rc := C.voiced_set_language(name)
+		if rc != C.EE_OK {
+			return "", fmt.Errorf("%w: voice %s not found (code %d)", ErrEspeak, voice, int(rc))
+		}
+		espeak.voice = voice
 	}
 	ctext := C.CString(text)
 	defer C.free(unsafe.Pointer(ctext))

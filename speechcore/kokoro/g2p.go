@@ -12,6 +12,10 @@ import (
 // anything else (emoji, symbols) is dropped. It is safe for concurrent use.
 type G2P struct {
 	lex Lexicon
+	// voice is the espeak-ng voice ("" = en-us) and mapping its IPA's post-processing (nil =
+	// misaki's American E2M): languageG2P sets them for the other languages.
+	voice   string
+	mapping func(string) string
 
 	mu    sync.Mutex
 	cache map[string]string // espeak results by word; cleared when full
@@ -121,11 +125,15 @@ func (g *G2P) word(w string) (string, error) {
 	if ok {
 		return ps, nil
 	}
-	raw, err := espeakIPA(w)
+	raw, err := espeakIPAIn(g.voice, w)
 	if err != nil {
 		return "", err
 	}
-	ps = espeakToMisaki(raw)
+	if g.mapping != nil {
+		ps = g.mapping(raw)
+	} else {
+		ps = espeakToMisaki(raw)
+	}
 	if len(w) > espeakCacheWordBytes {
 		return ps, nil
 	}

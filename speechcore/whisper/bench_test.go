@@ -49,3 +49,39 @@ func BenchmarkTranscribeFixture(b *testing.B) {
 	b.ReportMetric(inside/steps, "ort-ns/token")
 	b.ReportMetric(steps/float64(b.N), "tokens/op")
 }
+
+// BenchmarkLanguageDetection measures what "auto" costs a final: the detection pass (one decoder
+// call over <|startoftranscript|>, Result.Detect) against a decode told the language, and per
+// token with timestamps and logprobs on (the timestamp rules and the log-softmax over the row).
+func BenchmarkLanguageDetection(b *testing.B) {
+	e := loadEngine(b, Options{})
+	_, pcm := speak16k(b, spanishPhonemes)
+	for _, c := range []struct {
+		name string
+		req  Request
+	}{
+		{"told", Request{Language: "es"}},
+		{"auto", Request{Language: "auto"}},
+		{"timestamps", Request{Language: "es", Timestamps: true}},
+		{"logprobs", Request{Language: "es", Logprobs: true}},
+		{"timestamps+logprobs", Request{Language: "es", Timestamps: true, Logprobs: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var detect, decode, steps, outside float64
+			for b.Loop() {
+				res, err := e.TranscribeAs(context.Background(), pcm, c.req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				detect += float64(res.Detect)
+				decode += float64(res.Decode)
+				steps += float64(res.Steps)
+				outside += float64(res.Decode - res.InModel - res.Features)
+			}
+			b.ReportMetric(detect/float64(b.N), "detect-ns/op")
+			b.ReportMetric(decode/float64(b.N), "decode-ns/op")
+			b.ReportMetric(outside/steps, "loop-ns/step")
+			b.ReportMetric(steps/float64(b.N), "steps/op")
+		})
+	}
+}

@@ -60,12 +60,19 @@ const (
 
 // decoding is what the greedy loop needs, resolved from the three JSON files.
 type decoding struct {
-	prompt         []int
-	eot            int
-	suppress       []int // every step
-	beginSuppress  []int // first generated position only
-	timestampBegin int   // ids >= this are timestamps, masked too; -1 when the vocabulary has none
-	maxLength      int   // total tokens including the prompt
+	// prompt is the default prompt: <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
+	// (English-only: <|startoftranscript|> <|notimestamps|>). promptFor builds the others.
+	prompt                        []int
+	sot, transcribe, noTimestamps int
+	englishOnly                   bool
+	languages                     []string       // the language codes the tokenizer has, in Whisper's order
+	langID                        map[string]int // code -> its token id
+	langIDs                       []int          // the language token ids (detection reads their scores)
+	eot                           int
+	suppress                      []int // every step
+	beginSuppress                 []int // first generated position only
+	timestampBegin                int   // ids >= this are timestamps, masked too; -1 when the vocabulary has none
+	maxLength                     int   // total tokens including the prompt
 }
 
 func readJSON(dir, name string, v any) error {
@@ -120,11 +127,17 @@ func resolveDecoding(cfg modelConfig, gen generationConfig, tok *Tokenizer) (dec
 	en, hasEn := tok.ID(TokenEnglish)
 	transcribe, hasTask := tok.ID(TokenTranscribe)
 	englishOnly := gen.IsMultilingual != nil && !*gen.IsMultilingual
+	d.sot, d.transcribe, d.noTimestamps = sot, transcribe, noTS
 	if hasEn && hasTask && !englishOnly {
 		d.prompt = []int{sot, en, transcribe, noTS}
+		d.languages, d.langID = languageTokens(tok)
+		for _, code := range d.languages {
+			d.langIDs = append(d.langIDs, d.langID[code])
+		}
 	} else {
 		// English-only checkpoints (is_multilingual: false) take no language or task token.
 		d.prompt = []int{sot, noTS}
+		d.englishOnly = true
 	}
 	if ts, ok := tok.ID(TokenTimestampBegin); ok {
 		d.timestampBegin = ts
@@ -169,4 +182,23 @@ func resolveDecoding(cfg modelConfig, gen generationConfig, tok *Tokenizer) (dec
 func inRange(ids []int, vocab int) []int {
 	out := slices.DeleteFunc(slices.Clone(ids), func(id int) bool { return id < 0 || id >= vocab })
 	return out
+}
+
+// promptFor is the prompt for a language (a served code; "" or any code on an English-only
+// checkpoint gives the English one) with or without timestamps.
+func (d decoding) promptFor(lang string, timestamps bool) []int {
+	if d.englishOnly {
+		if timestamps {
+			return []int{d.sot}
+		}
+		return []int{d.sot, d.noTimestamps}
+	}
+	id, ok := d.langID[lang]
+	if !ok {
+		id = d.prompt[1]
+	}
+	if timestamps {
+		return []int{d.sot, id, d.transcribe}
+	}
+	return []int{d.sot, id, d.transcribe, d.noTimestamps}
 }

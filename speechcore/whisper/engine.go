@@ -28,6 +28,9 @@ type Options struct {
 	ModelID string
 	// SkipWarmup skips the warm-up pass (tests of Load's refusals only).
 	SkipWarmup bool
+	// Language is the language a request without one is decoded in (default DefaultLanguage,
+	// "en"); LanguageAuto detects every final's language. Load refuses one the model lacks.
+	Language string
 }
 
 // DefaultQueueDepth is Options.QueueDepth's default.
@@ -45,8 +48,18 @@ type Result struct {
 	Encode time.Duration
 	// Features is the part of Decode spent in the log-mel front end.
 	Features time.Duration
-	// Steps counts decoder calls.
+	// Steps counts decoder calls (the detection pass included).
 	Steps int
+	// Language is the code of the language decoded in (the prompt's token): the one asked, the
+	// default, or the detected one (Detected). An English-only checkpoint reports "en".
+	Language string
+	Detected bool
+	// Detect is the part of Decode spent detecting the language (one decoder pass).
+	Detect time.Duration
+	// Segments are the timed segments (Request.Timestamps), in seconds from the window's start.
+	Segments []Segment
+	// Logprobs are the text tokens' log-probabilities (Request.Logprobs).
+	Logprobs []TokenLogprob
 }
 
 // Stats are the engine's load figures and its queue now.
@@ -63,8 +76,9 @@ type Stats struct {
 // sessions and serves requests from a bounded queue, one forward pass at a time: finals first,
 // fairly between owners, then partials, the newest per owner only (queue.go).
 type Engine struct {
-	modelID string
-	model   *model // owned by the owner goroutine after Load returns
+	modelID  string
+	language string // Options.Language, checked
+	model    *model // owned by the owner goroutine after Load returns
 
 	queue   *schedule
 	quit    chan struct{} // closed by Close
@@ -80,7 +94,8 @@ type Engine struct {
 type job struct {
 	ctx   context.Context
 	pcm   []float32
-	mel   []float32      // precomputed features (TranscribeMel); pcm is nil then
+	mel   []float32 // precomputed features (TranscribeMel); pcm is nil then
+	opts  decodeOpts
 	reply chan jobResult // buffered: the owner never waits for the caller
 }
 
@@ -114,19 +129,31 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 	if err != nil {
 		return nil, err
 	}
+	lang, err := ParseLanguage(opts.Language)
+	if err == nil && lang == "" {
+		lang = DefaultLanguage
+	}
+	if err == nil && lang != LanguageAuto {
+		err = m.dec.serves(lang, opts.ModelID)
+	}
+	if err != nil {
+		m.destroy()
+		return nil, fmt.Errorf("whisper default language: %w", err)
+	}
 	e := &Engine{
-		modelID: opts.ModelID,
-		model:   m,
-		queue:   newSchedule(opts.QueueDepth, opts.OwnerDepth),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		loadMs:  ms(time.Since(start)),
+		modelID:  opts.ModelID,
+		language: lang,
+		model:    m,
+		queue:    newSchedule(opts.QueueDepth, opts.OwnerDepth),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		loadMs:   ms(time.Since(start)),
 	}
 	if !opts.SkipWarmup {
 		warm := time.Now()
 		// One second of silence through the whole path: the first pass is several times slower
 		// than every later one, and no caller should pay for it.
-		if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate), nil); err != nil {
+		if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate), nil, e.decodeOpts(Request{Language: DefaultLanguage})); err != nil {
 			m.destroy()
 			return nil, fmt.Errorf("whisper warm-up: %w", err)
 		}
@@ -150,7 +177,11 @@ func (e *Engine) TranscribeAs(ctx context.Context, pcm16k []float32, req Request
 	if len(pcm16k) > audio.WhisperSamples {
 		return Result{}, fmt.Errorf("%w: %d samples (at most %d)", ErrAudioTooLong, len(pcm16k), audio.WhisperSamples)
 	}
-	return e.submit(req, job{ctx: ctx, pcm: pcm16k, reply: make(chan jobResult, 1)})
+	opts, err := e.resolve(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return e.submit(req, job{ctx: ctx, pcm: pcm16k, opts: opts, reply: make(chan jobResult, 1)})
 }
 
 // NumMels is the number of mel bands the model takes (80, or 128 for large-v3): the size of the
@@ -170,7 +201,38 @@ func (e *Engine) TranscribeMelAs(ctx context.Context, mel []float32, req Request
 	if want := e.model.nMels * audio.WhisperFrames; len(mel) != want {
 		return Result{}, fmt.Errorf("%w: %d values, want %d", ErrMelShape, len(mel), want)
 	}
-	return e.submit(req, job{ctx: ctx, mel: mel, reply: make(chan jobResult, 1)})
+	opts, err := e.resolve(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return e.submit(req, job{ctx: ctx, mel: mel, opts: opts, reply: make(chan jobResult, 1)})
+}
+
+// resolve checks a request's language and says how to decode it.
+func (e *Engine) resolve(req Request) (decodeOpts, error) {
+	lang, err := e.CheckLanguage(req.Language)
+	if err != nil {
+		return decodeOpts{}, err
+	}
+	req.Language = lang
+	return e.decodeOpts(req), nil
+}
+
+// decodeOpts turns a checked request into the decode: "auto" detects on finals of a model that
+// can, and is the default language otherwise (partials, English-only checkpoints).
+func (e *Engine) decodeOpts(req Request) decodeOpts {
+	o := decodeOpts{language: req.Language, timestamps: req.Timestamps && e.model.dec.timestampBegin >= 0, logprobs: req.Logprobs}
+	if o.language == LanguageAuto {
+		o.language = e.language
+		if o.language == LanguageAuto {
+			o.language = DefaultLanguage
+		}
+		o.detect = req.Kind == Final && e.CanDetect()
+	}
+	if e.model.dec.englishOnly {
+		o.language = "en"
+	}
+	return o
 }
 
 // submit queues j for the owner and waits for its answer.
@@ -230,7 +292,7 @@ func (e *Engine) own() {
 		if err := j.ctx.Err(); err != nil {
 			r.err = err
 		} else {
-			r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel)
+			r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel, j.opts)
 			e.decodes.Add(1)
 		}
 		e.running.Store(0)

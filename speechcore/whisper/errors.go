@@ -17,6 +17,11 @@ var (
 	// ErrSuperseded: a newer partial of the same owner took this one's place in the queue
 	// (TranscribeAs with Kind Partial); it was not decoded.
 	ErrSuperseded = errors.New("whisper partial superseded by a newer one")
+	// ErrUnknownLanguage: a request's language is not one of Whisper's (ParseLanguage).
+	ErrUnknownLanguage = errors.New("unknown language")
+	// ErrLanguageNotServed: the model has no token for the language asked (an English-only
+	// checkpoint asked for another language; a fixture without it).
+	ErrLanguageNotServed = errors.New("language not served by the mounted whisper model")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("whisper engine closed")
 )

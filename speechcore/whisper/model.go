@@ -3,7 +3,6 @@ package whisper
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -75,8 +74,8 @@ type model struct {
 	emptyPast  *ort.Tensor[float32] // [1, H, 0, hd]
 	cacheOff   *ort.Tensor[bool]    // [false]
 	cacheOn    *ort.Tensor[bool]    // [true]
-	suppressed []bool               // per id: masked at every step
-	beginMask  []int
+	suppressed []bool               // per id: masked at every step (timestamps by the pick's mode)
+	beginSet   []bool               // per id: masked at the first generated position
 }
 
 type feedKind int
@@ -265,12 +264,10 @@ func (m *model) makeConstants() error {
 	for _, id := range m.dec.suppress {
 		m.suppressed[id] = true
 	}
-	if m.dec.timestampBegin >= 0 {
-		for id := m.dec.timestampBegin; id < m.vocab; id++ {
-			m.suppressed[id] = true
-		}
+	m.beginSet = make([]bool, m.vocab)
+	for _, id := range m.dec.beginSuppress {
+		m.beginSet[id] = true
 	}
-	m.beginMask = m.dec.beginSuppress
 	return nil
 }
 
@@ -295,7 +292,7 @@ func (m *model) destroy() {
 
 // transcribe runs one window: log-mel, encoder, then the greedy loop over the merged decoder.
 // With mel non-nil (TranscribeMel) the features are the caller's and pcm is not read.
-func (m *model) transcribe(ctx context.Context, pcm, mel []float32) (Result, error) {
+func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeOpts) (Result, error) {
 	start := time.Now()
 	var res Result
 	if mel == nil {
@@ -324,14 +321,26 @@ func (m *model) transcribe(ctx context.Context, pcm, mel []float32) (Result, err
 	enc := encOut[0]
 	defer enc.Destroy()
 
-	tokens, steps, inModel, err := m.greedy(ctx, run, enc)
+	res.Language = opts.language
+	if opts.detect {
+		t1 := time.Now()
+		lang, dur, err := m.detect(run, enc)
+		res.Detect = time.Since(t1)
+		res.InModel += dur
+		res.Steps++
+		if err != nil {
+			return res, fmt.Errorf("whisper language detection: %w", err)
+		}
+		res.Language, res.Detected = lang, true
+	}
+	opts.prompt = m.dec.promptFor(res.Language, opts.timestamps)
+	tokens, logprobs, steps, inModel, err := m.greedy(ctx, run, enc, opts)
 	res.InModel += inModel
-	res.Steps = steps
+	res.Steps += steps
 	if err != nil {
 		return res, err
 	}
-	res.Tokens = tokens
-	res.Text = m.tok.Decode(tokens)
+	m.finish(&res, tokens, logprobs, opts, len(pcm))
 	res.Decode = time.Since(start)
 	return res, nil
 }
@@ -376,7 +385,7 @@ func (m *model) runner(ctx context.Context) (runFunc, func(), error) {
 // every call; step 0 feeds empty pasts and keeps the cross-attention presents; later steps feed
 // the last token, the growing self-attention cache and the kept cross cache, and ignore the
 // empty encoder presents the cache branch returns.
-func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value) (generated []int, steps int, inModel time.Duration, err error) {
+func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value, opts decodeOpts) (generated []int, logprobs []float32, steps int, inModel time.Duration, err error) {
 	past := make([]ort.Value, m.layers*4)  // indexed by kvSlot.index(); nil = empty
 	owned := make([]ort.Value, m.layers*4) // the tensors this loop created and must destroy
 	defer func() {
@@ -386,11 +395,12 @@ func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value) (generat
 			}
 		}
 	}()
-	tokens := append([]int(nil), m.dec.prompt...)
+	tokens := append([]int(nil), opts.prompt...)
 	promptLen := len(tokens)
+	rules := pickRules{timestamps: opts.timestamps, logprob: opts.logprobs}
 	for len(tokens) < m.dec.maxLength {
 		if err := ctx.Err(); err != nil {
-			return nil, steps, inModel, err
+			return nil, nil, steps, inModel, err
 		}
 		first := steps == 0
 		newIDs := tokens[len(tokens)-1:]
@@ -398,22 +408,31 @@ func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value) (generat
 			newIDs = tokens
 		}
 		pastLen := len(tokens) - len(newIDs)
-		next, dur, err := m.step(run, enc, past, owned, newIDs, pastLen, first, len(tokens) == promptLen)
+		var lp float32
+		choose := func(row []float32) int {
+			var next int
+			next, lp = m.pick(row, tokens[promptLen:], rules)
+			return next
+		}
+		next, dur, err := m.step(run, enc, past, owned, newIDs, pastLen, first, choose)
 		inModel += dur
 		steps++
 		if err != nil {
-			return nil, steps, inModel, fmt.Errorf("whisper decoder step %d: %w", steps, err)
+			return nil, nil, steps, inModel, fmt.Errorf("whisper decoder step %d: %w", steps, err)
 		}
 		if next == m.dec.eot {
 			break
 		}
 		tokens = append(tokens, next)
+		if opts.logprobs {
+			logprobs = append(logprobs, lp)
+		}
 	}
-	return tokens[promptLen:], steps, inModel, nil
+	return tokens[promptLen:], logprobs, steps, inModel, nil
 }
 
-// step runs one decoder call and picks the next token from the last logits row.
-func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs []int, pastLen int, first, atBegin bool) (int, time.Duration, error) {
+// step runs one decoder call and picks the next token from the last logits row with choose.
+func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs []int, pastLen int, first bool, choose func(row []float32) int) (int, time.Duration, error) {
 	ids := make([]int64, len(newIDs))
 	for i, id := range newIDs {
 		ids[i] = int64(id)
@@ -490,45 +509,5 @@ func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs
 	v := int(shape[2])
 	data := lt.GetData()
 	row := data[(len(ids)-1)*v : len(ids)*v]
-	return m.pick(row, atBegin), dur, nil
-}
-
-// pick is argmax over the row with the suppressed ids masked, and the begin-suppress ids masked
-// at the first generated position.
-func (m *model) pick(row []float32, atBegin bool) int {
-	best, bestScore := -1, float32(math.Inf(-1))
-	for id, s := range row {
-		if id < len(m.suppressed) && m.suppressed[id] {
-			continue
-		}
-		if s > bestScore || best < 0 {
-			best, bestScore = id, s
-		}
-	}
-	if atBegin {
-		for _, id := range m.beginMask {
-			if id == best {
-				// Recompute without the begin-suppressed ids (rare: only when one of them won).
-				return m.pickExcluding(row, m.beginMask)
-			}
-		}
-	}
-	return best
-}
-
-func (m *model) pickExcluding(row []float32, exclude []int) int {
-	skip := make(map[int]bool, len(exclude))
-	for _, id := range exclude {
-		skip[id] = true
-	}
-	best, bestScore := -1, float32(math.Inf(-1))
-	for id, s := range row {
-		if skip[id] || (id < len(m.suppressed) && m.suppressed[id]) {
-			continue
-		}
-		if s > bestScore || best < 0 {
-			best, bestScore = id, s
-		}
-	}
-	return best
+	return choose(row), dur, nil
 }

@@ -27,11 +27,21 @@ func (k Kind) String() string {
 	return "final"
 }
 
-// Request says whose a transcription is and of what kind. Owner names who shares the model
-// fairly (a conversation's id); "" makes the request an owner of its own.
+// Request says whose a transcription is, of what kind, and how to decode it. Owner names who
+// shares the model fairly (a conversation's id); "" makes the request an owner of its own.
 type Request struct {
 	Owner string
 	Kind  Kind
+	// Language is the language token of the prompt: a code (ParseLanguage), "" for the engine's
+	// default (Options.Language), or LanguageAuto to detect it from the decoder's language-token
+	// scores, one extra decoder pass. A Partial never detects: "auto" decodes a partial in the
+	// default language (callers pass the language their last final found).
+	Language string
+	// Timestamps decodes with Whisper's timestamp tokens (Result.Segments) instead of
+	// <|notimestamps|>.
+	Timestamps bool
+	// Logprobs computes each text token's log-probability (Result.Logprobs).
+	Logprobs bool
 }
 
 // DefaultOwnerDepth is Options.OwnerDepth's default.

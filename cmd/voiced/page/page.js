@@ -57,6 +57,25 @@
   let turn = null; // {stoppedAt, item_id, seen:{figure:true}}
   const lines = new Map(); // item_id → transcript line
 
+  // Kokoro v1.0's voices by the language their name's prefix says (a American, b British English,
+  // e Spanish, f French, i Italian, p Brazilian Portuguese, h Hindi); picking a language offers its
+  // voices and picks the first. Japanese (j) and Mandarin (z) voices are not served here.
+  const voicesOf = {
+    en: ["af_heart", "af_bella", "af_nicole", "af_sarah", "am_adam", "am_michael", "bf_emma", "bm_george"],
+    es: ["ef_dora", "em_alex", "em_santa"],
+    fr: ["ff_siwis"],
+    it: ["if_sara", "im_nicola"],
+    pt: ["pf_dora", "pm_alex", "pm_santa"],
+    hi: ["hf_alpha", "hf_beta", "hm_omega", "hm_psi"],
+  };
+  $("language").addEventListener("change", () => {
+    const voices = voicesOf[$("language").value];
+    if (!voices) return;
+    const list = $("voices");
+    list.replaceChildren(...voices.concat(["alloy"]).map((v) => Object.assign(document.createElement("option"), { value: v })));
+    $("voice").value = voices[0];
+  });
+
   // ---- the panels ----
 
   function setPhase(phase, text) {
@@ -307,7 +326,11 @@
         audio: {
           input: {
             format: pcm, turn_detection: td,
-            transcription: $("transcribe").checked ? { model: "whisper-1" } : null,
+            // The language Whisper hears is the transcription's: sent whenever one is picked,
+            // even with the transcript hidden.
+            transcription: $("transcribe").checked || $("language").value
+              ? Object.assign({ model: "whisper-1" }, $("language").value ? { language: $("language").value } : {})
+              : null,
           },
           output: { format: pcm, voice: $("voice").value.trim() || "alloy" },
         },
@@ -546,12 +569,13 @@
         break;
       }
       case "conversation.item.input_audio_transcription.delta": {
+        if (!$("transcribe").checked) break;
         const l = line(ev.item_id, "user");
         setText(l, l.value + (ev.delta || ""));
         break;
       }
       case "conversation.item.input_audio_transcription.completed":
-        setText(line(ev.item_id, "user"), ev.transcript || "");
+        if (state.mode === "captions" || $("transcribe").checked) setText(line(ev.item_id, "user"), ev.transcript || "");
         if (state.mode === "captions") caption(ev);
         if (turn && ev.item_id === turn.item_id) figure("stopToTranscript", now - turn.stoppedAt);
         break;
