@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages voiced needs to build and test, only those missing.
-# Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses)
+# Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses,
+# and the container engine make image-test builds with)
 set -euo pipefail
 pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 gcc make ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
+  # make image-test: podman (runc: crun fails on some cgroup layouts), debootstrap for the bases.
+  pkgs+=(podman runc debootstrap)
 fi
 # A fresh Debian 12 has no npm: the ONNX Runtime library comes from the onnxruntime-node npm package.
 command -v npm >/dev/null || pkgs+=(npm)
