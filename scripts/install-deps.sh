@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses,
 # and the container engine make image-test builds with)
 set -euo pipefail
-pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 gcc make ca-certificates)
+pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 gcc make pkg-config ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
   # make image-test: podman (runc: crun fails on some cgroup layouts), debootstrap for the bases.
