@@ -42,11 +42,19 @@ if [[ ${1:-} == env ]]; then
 fi
 [[ ${1:-} == build ]] || { echo "usage: scripts/image.sh build|env" >&2; exit 2; }
 
-have() { "${eng[@]}" image inspect "$1" >/dev/null 2>&1; }
+# qualified: the name as a registry knows it (podman matches a short name against any local
+# repository ending in it: golang:1.26.8-bookworm would find localhost/voiced-base/golang:…).
+qualified() {
+  local first=${1%%/*}
+  if [[ $1 != */* ]]; then echo "docker.io/library/$1"
+  elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then echo "docker.io/$1"
+  else echo "$1"; fi
+}
+have() { "${eng[@]}" image inspect "$(qualified "$1")" >/dev/null 2>&1; }
 # pulled: the image is here or a registry gives it.
 pulled() {
   [[ ${IMAGE_BASES:-} == local ]] && return 1
-  have "$1" || timeout 600 "${eng[@]}" pull -q "$1" >/dev/null 2>&1
+  have "$1" || timeout 600 "${eng[@]}" pull -q "$(qualified "$1")" >/dev/null 2>&1
 }
 arg() { sed -n "s/^ARG $1=//p" Dockerfile; }
 
