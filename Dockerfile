@@ -14,14 +14,18 @@ ARG GO_IMAGE=golang:1.26.8-bookworm
 ARG RUNTIME_BASE=debian:bookworm-slim
 
 FROM ${GO_IMAGE} AS build
-ARG VERSION=dev
 WORKDIR /src
 # Dependencies first, so source edits do not redo them.
 COPY Makefile go.mod go.sum ./
 COPY scripts/ scripts/
 RUN make setup
 COPY . .
-RUN make build VERSION=${VERSION} ORT_RUNTIME_LIB=/usr/local/lib/voiced-ort/libonnxruntime.so.1 \
+# Declared here, not above: a build argument is in every later RUN's environment, and a new
+# VERSION (every commit) would otherwise redo make setup.
+ARG VERSION=dev
+# The Go build cache outlives the layer (BuildKit and podman): a source edit recompiles only what changed.
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    make build VERSION=${VERSION} ORT_RUNTIME_LIB=/usr/local/lib/voiced-ort/libonnxruntime.so.1 \
         SILERO_RUNTIME_MODEL=/usr/local/share/voiced/silero_vad.onnx \
  && mkdir -p /out && cp bin/voiced /out/ \
  && cp "$(go list -m -f '{{.Dir}}' github.com/streamer45/silero-vad-go)/testfiles/silero_vad.onnx" /out/

@@ -26,7 +26,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.defaultORTLib=$(ORT_RUNTIME_LIB) -
 BIND ?= 127.0.0.1:8200
 MOUNT ?= $(CURDIR)/var/fixture-mount
 
-.PHONY: setup build run test test-deps mutate node-deps test-short bench soak fuzz vet fmt clean fixture env
+.PHONY: setup build run test test-deps mutate node-deps test-short bench soak fuzz vet fmt clean fixture env image image-test
 
 setup:
 	scripts/install-deps.sh
@@ -80,6 +80,20 @@ node-deps:
 	@for d in tests/node tests/agents tests/livekit; do \
 		if [ ! -d $$d/node_modules ] && command -v npm >/dev/null; then \
 			(cd $$d && npm ci --no-audit --no-fund) || echo "npm ci failed: the $$d tests will skip"; fi; done
+
+# The container image from the Dockerfile (scripts/image.sh): docker when its daemon answers, else
+# podman with runc; the bases are made here (debootstrap, this machine's Go) when no registry answers.
+IMAGE ?= voiced:dev
+export IMAGE
+image:
+	scripts/image.sh build
+
+# Boots the image and checks it from outside (tests/image_test.go, built only with -tags image):
+# ready, a text and a spoken turn, uid 10001, read-only /models, the meter across a kill, the
+# drain; then two containers on the host's Redis and Postgres. Prints the size and run-to-ready.
+image-test: build image
+	eval "$$(scripts/image.sh env)"; eval "$$(scripts/test-services.sh 2>/dev/null || true)"; \
+		$(GO) test -tags image -count=1 -timeout 20m -v -run '^TestImage' ./tests/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; exit $${PIPESTATUS[0]}
 
 test-short: build
 	$(GO) test -count=1 -short ./...

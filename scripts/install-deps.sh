@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages voiced needs to build and test, only those missing.
-# Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses)
+# Usage: scripts/install-deps.sh [--test]   (--test adds the servers and data the test suite uses,
+# and the container engine make image-test builds with)
 set -euo pipefail
 # libmp3lame-dev: mp3 speech (cgo); ffmpeg: AAC speech and m4a/webm/flac/Vorbis uploads (audio/codec);
-# libwebrtc-audio-processing-dev, libspeexdsp-dev, g++: the echo canceller (audio/aec, a C++ shim).
-pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libmp3lame-dev ffmpeg libwebrtc-audio-processing-dev libspeexdsp-dev g++ gcc make ca-certificates)
+# libwebrtc-audio-processing-dev, libspeexdsp-dev, g++: the echo canceller (audio/aec, a C++ shim);
+# pkg-config: audio/opus's cgo asks it.
+pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libmp3lame-dev ffmpeg libwebrtc-audio-processing-dev libspeexdsp-dev g++ gcc make pkg-config ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
+  # make image-test: podman (runc: crun fails on some cgroup layouts), debootstrap for the bases.
+  pkgs+=(podman runc debootstrap)
 fi
 # A fresh Debian 12 has no npm: the ONNX Runtime library comes from the onnxruntime-node npm package.
 command -v npm >/dev/null || pkgs+=(npm)
