@@ -236,7 +236,9 @@ func TestOpenAITimeout(t *testing.T) {
 // takes longer than the timeout (the reply speaking) does not cut the answer, and a server that
 // goes quiet mid-stream is cut.
 func TestOpenAITimeoutIsIdle(t *testing.T) {
-	const timeout = 30 * time.Millisecond
+	// Long enough that a loaded machine's scheduling gap between two chunks is not a stall (30 ms
+	// failed 1 run in 5 at load 30); emitting takes 3× as long, which the timeout must not count.
+	const timeout = 250 * time.Millisecond
 	events := []string{textChunk("One."), textChunk(" Two."), textChunk(" Three."), "[DONE]"}
 	tests := []struct {
 		name       string
