@@ -7,6 +7,7 @@ import (
 	"math"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"sync"
 	"testing"
 	"time"
@@ -192,7 +193,11 @@ func TestRawDoorsMeterHeard(t *testing.T) {
 			pcm, _ := codecSpeech(t, "həlˈO wˈɜɹld.")
 			var body bytes.Buffer
 			mw := multipart.NewWriter(&body)
-			fw, _ := mw.CreateFormFile("file", "a.pcm")
+			// Raw PCM is read only when the part declares it (anything else is sniffed).
+			hdr := textproto.MIMEHeader{}
+			hdr.Set("Content-Disposition", `form-data; name="file"; filename="a.pcm"`)
+			hdr.Set("Content-Type", "audio/pcm")
+			fw, _ := mw.CreatePart(hdr)
 			fw.Write(audio.Float32ToPCM16(pcm))
 			mw.Close()
 			resp, err := http.Post(h.srv.URL+"/v1/audio/transcriptions", mw.FormDataContentType(), &body)
