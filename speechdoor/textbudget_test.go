@@ -75,6 +75,7 @@ func TestTextBudget(t *testing.T) {
 	waitTextHeld(t, s, 0)
 
 	// Sockets that close holding text, buffered or mid-utterance, give it all back.
+	open := s.svc.Sockets.Open() // the holder, other and syn stay open
 	for i := 0; i < 20; i++ {
 		c := openSpeak(t, s)
 		c.msg(map[string]any{"type": "start", "split_chars": MaxSplitChars})
@@ -85,6 +86,15 @@ func TestTextBudget(t *testing.T) {
 		d.expect("ready")
 		d.text("Hello. Read the test. Hello.")
 		d.conn.CloseNow()
+	}
+	// Every one of those sockets' handlers has ended: a frame the server reads after a close
+	// (still in its socket buffer) would otherwise take budget after the wait below saw 0.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.svc.Sockets.Open() > open && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.svc.Sockets.Open(); n > open {
+		t.Fatalf("%d door sockets open after their clients closed, want %d", n, open)
 	}
 	waitTextHeld(t, s, 0)
 
