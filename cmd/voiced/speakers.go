@@ -82,8 +82,8 @@ func (sp *speakers) auth(app *App, h http.Handler) http.Handler {
 	})
 }
 
-// principalCredential: r carries a credential that is not the service token (a ticket in the
-// query or the subprotocol, or a bearer other than the token).
+// principalCredential: r carries a principal's credential, not the service token: a ticket in the
+// query or the subprotocol, or a bearer shaped as a JWT or a ticket that is not the token.
 func principalCredential(r *http.Request, hasToken bool, token [sha256.Size]byte) bool {
 	if r.URL.Query().Get("ticket") != "" {
 		return true
@@ -97,10 +97,16 @@ func principalCredential(r *http.Request, hasToken bool, token [sha256.Size]byte
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(given) == "" {
 		return false
 	}
+	given = strings.TrimSpace(given)
+	// Only what can be a principal's is one: a JWT (three dot-separated parts) or a ticket (ek_…).
+	// Any other bearer is a wrong service token, refused and counted as one (kind="service").
+	if strings.Count(given, ".") != 2 && !strings.HasPrefix(given, "ek_") {
+		return false
+	}
 	if !hasToken {
 		return true
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(given)))
+	got := sha256.Sum256([]byte(given))
 	return subtle.ConstantTimeCompare(token[:], got[:]) != 1
 }
 
