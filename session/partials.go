@@ -60,10 +60,6 @@ func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen, 
 	if !ok || slid || len(pcm) > audio.WhisperSamples {
 		return hearWith(ctx, ears, h, pcm)
 	}
-	buf, _ := m.bufs.Get().(*[]float32)
-	if buf == nil {
-		buf = new([]float32)
-	}
 	m.mu.Lock()
 	if m.stream == nil {
 		m.stream = audio.NewMelStream(me.NumMels())
@@ -72,8 +68,7 @@ func (m *partialMel) transcribe(ctx context.Context, ears Ears, h Hearing, gen, 
 		m.stream.Reset() // a new turn (or an older snapshot than the last) restarts the stream
 		m.gen, m.start = gen, start
 	}
-	m.stream.Append(pcm[m.stream.Len():])
-	*buf = m.stream.Compute(*buf)
+	buf := m.features(pcm)
 	m.mu.Unlock()
 	return m.decode(ctx, me, h, buf)
 }
@@ -94,15 +89,22 @@ func (m *partialMel) final(ctx context.Context, ears Ears, h Hearing, gen, start
 		m.mu.Unlock()
 		return "", false, nil
 	}
+	buf := m.features(pcm)
+	m.mu.Unlock()
+	text, err = m.decode(ctx, me, h, buf)
+	return text, true, err
+}
+
+// features appends the audio of pcm past what the stream holds and computes the features into a
+// pooled buffer. m.mu is held.
+func (m *partialMel) features(pcm []float32) *[]float32 {
 	buf, _ := m.bufs.Get().(*[]float32)
 	if buf == nil {
 		buf = new([]float32)
 	}
 	m.stream.Append(pcm[m.stream.Len():])
 	*buf = m.stream.Compute(*buf)
-	m.mu.Unlock()
-	text, err = m.decode(ctx, me, h, buf)
-	return text, true, err
+	return buf
 }
 
 // decode hears the features in buf and returns buf to the pool.
