@@ -636,10 +636,12 @@ func (run *replyRun) finish(err error) {
 		done.Usage.InputTextTokens, done.Usage.OutputTextTokens, done.Usage.CachedTextTokens = u.InputTokens, u.OutputTokens, u.CachedTokens
 	}
 	p.replies.end(r, p.idleTimeout)
-	p.send(wire.ResponseDone{Response: done})
 	if !r.outOfBand {
+		// Before response.done goes out: a client's next append, sent on reading it, must find
+		// the idle clock's start (TestIdleTimeoutTriggered failed in CI when this came after).
 		p.turns.replyEnded.Store(1 + int64(run.spoken))
 	}
+	p.send(wire.ResponseDone{Response: done})
 	close(r.done)
 	p.ledger.turnEnded()
 }
