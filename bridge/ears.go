@@ -8,6 +8,7 @@ import (
 	"github.com/voiced/voiced/session"
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/whisper"
+	"github.com/voiced/voiced/wire"
 )
 
 // hearer is what Ears needs of Whisper (*whisper.Engine).
@@ -26,8 +27,9 @@ type Ears struct {
 }
 
 var (
-	_ session.SharedEars = Ears{}
-	_ session.MelEars    = Ears{}
+	_ session.SharedEars  = Ears{}
+	_ session.MelEars     = Ears{}
+	_ session.LogprobEars = Ears{}
 )
 
 // NewEars is the service's Whisper as Ears, looked up per call.
@@ -60,6 +62,27 @@ func (e Ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing
 	}
 	e.observe(r)
 	return r.Text, nil
+}
+
+// TranscribeLogprobs is TranscribeAs with the decoder's log-probability of each text token
+// (whisper.Request.Logprobs): a transcription session's include[] logprobs.
+func (e Ears) TranscribeLogprobs(ctx context.Context, pcm []float32, h session.Hearing) (string, []wire.Logprob, error) {
+	w := e.whisper()
+	if w == nil {
+		return "", nil, speechcore.ErrNotWarm
+	}
+	req := hearingRequest(h)
+	req.Logprobs = true
+	r, err := w.TranscribeAs(ctx, pcm, req)
+	if err != nil {
+		return "", nil, languageError(err)
+	}
+	e.observe(r)
+	lps := make([]wire.Logprob, len(r.Logprobs))
+	for i, lp := range r.Logprobs {
+		lps[i] = wire.Logprob{Token: lp.Token, Bytes: lp.Bytes, Logprob: lp.Logprob}
+	}
+	return r.Text, lps, nil
 }
 
 // hearingRequest is a conversation's place in Whisper's queue.

@@ -136,9 +136,31 @@ func ParseFilter(r *http.Request, now time.Time) (Filter, error) {
 	return f, nil
 }
 
-// UsageHandler serves GET /v1/usage. Authentication is the caller's (service token).
+// Views of GET /v1/usage (?view=): the seconds per principal and day (the default), or the
+// usage records per session (the listing GET /v1/usage/sessions also serves).
+const (
+	ViewPrincipals = "principals"
+	ViewSessions   = "sessions"
+)
+
+// UsageHandler serves GET /v1/usage: ?view=sessions lists the session records (as
+// SessionsHandler), otherwise the report per principal. Authentication is the caller's.
 func (m *Meter) UsageHandler() http.Handler {
+	sessions := m.SessionsHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch v := r.URL.Query().Get("view"); v {
+		case "", ViewPrincipals:
+		case ViewSessions:
+			sessions.ServeHTTP(w, r)
+			return
+		default:
+			if len(v) > 64 {
+				v = v[:64] + "…"
+			}
+			writeJSON(w, http.StatusBadRequest, map[string]string{"type": "error", "name": "bad_usage_filter",
+				"message": fmt.Sprintf("%v: view=%q (use principals, the default, or sessions)", ErrBadFilter, v)})
+			return
+		}
 		f, err := ParseFilter(r, m.cfg.Now())
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"type": "error", "name": "bad_usage_filter", "message": err.Error()})

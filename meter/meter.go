@@ -34,7 +34,16 @@ type Config struct {
 	// refused by name (ErrStoreDown). 0 takes the default; a negative value never answers from a
 	// past read (quota fails closed while the store is away).
 	QuotaStaleAfter time.Duration
+	// SyncEvery is the least time between the starts of two group commits (Sync): callers of
+	// Sync from every conversation wait on one shared write, made at once when the last one
+	// started SyncEvery ago or more, else when it has (default 10 ms; negative: no wait, a write
+	// as soon as the one in flight is done). It bounds the commits a second (1/SyncEvery) however
+	// many conversations meter, and adds at most SyncEvery to a Sync under load.
+	SyncEvery time.Duration
 }
+
+// defaultSyncEvery is SyncEvery's default: at most 100 commits a second, a Sync waits ≤ 10 ms more.
+const defaultSyncEvery = 10 * time.Millisecond
 
 // Why seconds were lost (the reason label of voiced_meter_lost_seconds_total).
 const (
@@ -75,14 +84,28 @@ type Meter struct {
 	holders int                // owned by mu: writers that hold the meter (Hold)
 	idle    chan struct{}      // owned by mu: closed when holders reach 0 while closing
 	unsent  *batch             // owned by mu, written under writeMu: the batch being written or to retry as is
+	seq     uint64             // owned by mu: the last batch's number (this meter's batches are numbered 1, 2, …)
+	next    *commit            // owned by mu: the group commit Sync callers wait on (nil: none asked)
+	direct  bool               // owned by mu: the committer stopped (Close): Sync writes itself
 	landed  uint64             // owned by mu: writes that landed (a read that saw none land in its course is exact)
 	known   map[string]balance // owned by mu: each principal's last read of the store, for quota while it is away
 
 	metrics *metrics
 
-	writeMu sync.Mutex // one write at a time keeps pending/store consistent
-	stop    chan struct{}
-	done    chan struct{}
+	writer string // this meter's name in the store's batch table (Idempotent)
+
+	writeMu    sync.Mutex    // one write at a time keeps pending/store consistent
+	wake       chan struct{} // cap 1: a Sync asks the committer for a write
+	stop       chan struct{}
+	done       chan struct{} // loop ended
+	commitDone chan struct{} // committer ended
+}
+
+// commit is one group commit: every Sync that joined it before it began waits on done and
+// reads err after.
+type commit struct {
+	done chan struct{}
+	err  error
 }
 
 // Stats is the meter's health.
@@ -115,11 +138,79 @@ func New(store Store, cfg Config) *Meter {
 	if cfg.QuotaStaleAfter == 0 {
 		cfg.QuotaStaleAfter = 15 * time.Minute
 	}
+	switch {
+	case cfg.SyncEvery == 0:
+		cfg.SyncEvery = defaultSyncEvery
+	case cfg.SyncEvery < 0:
+		cfg.SyncEvery = 0
+	}
 	m := &Meter{cfg: cfg, store: store, pending: map[key]counts{}, known: map[string]balance{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		writer: newBatchID(), wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), commitDone: make(chan struct{})}
 	m.metrics = newMetrics(m)
 	go m.loop()
+	go m.committer()
 	return m
+}
+
+// committer is the meter's one group-commit writer: it waits for a Sync to ask, waits until
+// SyncEvery has passed since the last commit began, then writes everything pending (every
+// conversation's) in one transaction and releases all the callers that joined before it
+// began. At Close it writes once more for any caller still waiting, and from then on Sync
+// writes itself.
+func (m *Meter) committer() {
+	defer close(m.commitDone)
+	var last time.Time // when the last commit began
+	for {
+		select {
+		case <-m.stop:
+			m.stopCommitting()
+			return
+		case <-m.wake:
+		}
+		if wait := m.cfg.SyncEvery - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-m.stop:
+				t.Stop()
+				m.stopCommitting()
+				return
+			case <-t.C:
+			}
+		}
+		m.mu.Lock()
+		c := m.next
+		m.next = nil
+		m.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		last = time.Now()
+		m.commitNow(c)
+	}
+}
+
+// commitNow writes what is pending for c's callers (and everything else pending) and releases them.
+func (m *Meter) commitNow(c *commit) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	c.err = m.Flush(ctx)
+	cancel()
+	close(c.done)
+}
+
+// commitTimeout bounds one group commit (a caller's own context bounds its wait).
+const commitTimeout = 5 * time.Second
+
+// stopCommitting hands Sync to its callers (direct) and writes for those still waiting.
+func (m *Meter) stopCommitting() {
+	m.mu.Lock()
+	c := m.next
+	m.next = nil
+	m.direct = true
+	m.mu.Unlock()
+	if c != nil {
+		m.commitNow(c)
+	}
 }
 
 // loop writes every FlushEvery; while the store refuses, it waits twice as long after each failed
@@ -209,26 +300,46 @@ func (m *Meter) lose(k key, c counts, reason string) {
 		"door", k.door, "day", k.day, "heardSeconds", c.heard, "spokenSeconds", c.spoken)
 }
 
-// Sync writes what is pending now and returns when it is durable: concurrent callers share one
-// write (they wait on the write in flight, then the next carries all of theirs). While the store
-// refuses (a write failed and none landed since) it returns ErrStoreDown at once without
-// writing: the loop retries with backoff, and a caller serving audio is never held up by a store
-// that is away.
+// Sync returns when what was added before it is durable: it joins the next group commit, which
+// the committer writes for every caller at once (at most one each SyncEvery), carrying all that
+// is pending. While the store refuses (a write failed and none landed since) it returns
+// ErrStoreDown at once without writing: the loop retries with backoff, and a caller serving audio
+// is never held up by a store that is away. When ctx ends first it returns ctx's error (wrapped
+// in ErrStoreDown); the write goes on.
 func (m *Meter) Sync(ctx context.Context) error {
 	m.mu.Lock()
-	failing := m.failed > 0
-	m.mu.Unlock()
-	if failing {
+	if m.failed > 0 {
+		m.mu.Unlock()
 		return ErrStoreDown
 	}
-	return m.Flush(ctx)
+	if m.direct {
+		m.mu.Unlock()
+		return m.Flush(ctx)
+	}
+	c := m.next
+	if c == nil {
+		c = &commit{done: make(chan struct{})}
+		m.next = c
+	}
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the write: %w", ErrStoreDown, context.Cause(ctx))
+	}
 }
 
-// batch is counts handed to the store under one id: a write whose outcome is unknown (the
-// connection dropped after COMMIT was sent) is retried with the same id, and a store that can
-// (Idempotent) applies it once.
+// batch is counts handed to the store under this meter's writer name and a number: a write whose
+// outcome is unknown (the connection dropped after COMMIT was sent) is retried with the same
+// number, and a store that can (Idempotent) applies it once. Batches are written in order, each
+// only after the one before landed.
 type batch struct {
-	id     string
+	seq    uint64
 	counts map[key]counts
 }
 
@@ -245,9 +356,11 @@ func newBatchID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Idempotent is a Store that applies a batch id once: a retry of a write that did land is a no-op.
+// Idempotent is a Store that applies a writer's batch once: a retry of a write that did land is a
+// no-op. A writer numbers its batches 1, 2, … and writes each only after the one before landed,
+// so the store keeps one row per writer (its last number), not one per batch.
 type Idempotent interface {
-	AddOnce(ctx context.Context, id string, recs []Record) error
+	AddOnce(ctx context.Context, writer string, seq uint64, recs []Record) error
 }
 
 // Flush writes the pending counts in one transaction: first a batch that failed before, as it
@@ -259,8 +372,10 @@ func (m *Meter) Flush(ctx context.Context) error {
 	for range 2 { // a kept batch, then what is pending
 		m.mu.Lock()
 		b := m.unsent
+		kept := b != nil
 		if b == nil && len(m.pending) > 0 {
-			b = &batch{id: newBatchID(), counts: m.pending}
+			m.seq++
+			b = &batch{seq: m.seq, counts: m.pending}
 			m.pending = map[key]counts{}
 			m.unsent = b
 		}
@@ -270,6 +385,9 @@ func (m *Meter) Flush(ctx context.Context) error {
 		}
 		if err := m.write(ctx, b); err != nil {
 			return err
+		}
+		if !kept {
+			return nil // what was added during the write is the next write's (one write per commit)
 		}
 	}
 	return nil
@@ -283,7 +401,7 @@ func (m *Meter) write(ctx context.Context, b *batch) error {
 	}
 	var err error
 	if once, ok := m.store.(Idempotent); ok {
-		err = once.AddOnce(ctx, b.id, recs)
+		err = once.AddOnce(ctx, m.writer, b.seq, recs)
 	} else {
 		err = m.store.Add(ctx, recs)
 	}
@@ -474,6 +592,7 @@ func (m *Meter) Close(ctx context.Context) error {
 	}
 	close(m.stop)
 	<-m.done
+	<-m.commitDone
 
 	m.mu.Lock()
 	m.closed = true // from here an Add is counted lost: nothing will write it

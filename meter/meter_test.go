@@ -387,8 +387,8 @@ type answerLost struct {
 	fails int
 }
 
-func (a *answerLost) AddOnce(ctx context.Context, id string, recs []Record) error {
-	if err := a.SQL.AddOnce(ctx, id, recs); err != nil {
+func (a *answerLost) AddOnce(ctx context.Context, writer string, seq uint64, recs []Record) error {
+	if err := a.SQL.AddOnce(ctx, writer, seq, recs); err != nil {
 		return err
 	}
 	a.mu.Lock()

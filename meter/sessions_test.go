@@ -2,6 +2,12 @@ package meter
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,5 +71,58 @@ func TestSessionRecords(t *testing.T) {
 				t.Error("a bad cursor was accepted")
 			}
 		})
+	}
+}
+
+// GET /v1/usage?view=sessions lists the session records (issue 20 item 4: "GET /v1/usage can list
+// them"), with the same filters and paging as GET /v1/usage/sessions; without view= the report
+// per principal is unchanged; an unknown view is refused by name.
+func TestUsageViewSessions(t *testing.T) {
+	now := time.Date(2026, 5, 5, 12, 0, 0, 0, time.UTC)
+	store := openSQLite(t)
+	m := New(store, Config{FlushEvery: time.Hour, Now: func() time.Time { return now }})
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	for i, who := range []string{"erin", "erin", "frank"} {
+		if err := store.PutSession(ctx, SessionRecord{ID: fmt.Sprintf("s%d", i), Principal: who, Org: "acme", Door: "transcription",
+			Transport: "webrtc", Start: now.Add(time.Duration(i) * time.Minute), Heard: float64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Add(ctx, []Record{{Principal: "erin", Org: "acme", Door: DoorConversation, At: now, Heard: 2}})
+	h := m.UsageHandler()
+	get := func(query string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/usage"+query, nil))
+		return rec
+	}
+	rec := get("?view=sessions&principal=erin&limit=1")
+	var page SessionPage
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); rec.Code != 200 || err != nil {
+		t.Fatalf("view=sessions: %d %s", rec.Code, rec.Body)
+	}
+	if len(page.Sessions) != 1 || page.Sessions[0].ID != "s0" || page.Next == nil {
+		t.Fatalf("first page: %+v", page)
+	}
+	rec = get("?view=sessions&principal=erin&limit=1&after=" + url.QueryEscape(*page.Next))
+	page = SessionPage{}
+	json.Unmarshal(rec.Body.Bytes(), &page)
+	if len(page.Sessions) != 1 || page.Sessions[0].ID != "s1" || page.Sessions[0].Heard != 2 || page.Next != nil {
+		t.Fatalf("second page: %+v", page)
+	}
+	page = SessionPage{}
+	json.Unmarshal(get("?view=sessions&from=2026-05-06").Body.Bytes(), &page)
+	if len(page.Sessions) != 0 {
+		t.Fatalf("a later period: %+v", page)
+	}
+	var rep UsageReport
+	for _, q := range []string{"", "?view=principals"} {
+		rec = get(q)
+		if err := json.Unmarshal(rec.Body.Bytes(), &rep); rec.Code != 200 || err != nil || rep.HeardSeconds != 2 || len(rep.Principals) != 1 {
+			t.Fatalf("GET /v1/usage%s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	if rec = get("?view=days"); rec.Code != 400 || !strings.Contains(rec.Body.String(), "bad_usage_filter") {
+		t.Fatalf("view=days: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -30,7 +30,22 @@ type OpenAIConfig struct {
 	Timeout time.Duration
 	// Client does the HTTP; default a client without its own timeout (Timeout governs).
 	Client *http.Client
+	// TokenLimit names the field that carries a request's output cap: TokenLimitMaxTokens
+	// ("max_tokens", the default: Ollama, vLLM, llama.cpp, older OpenAI models),
+	// TokenLimitMaxCompletionTokens ("max_completion_tokens": OpenAI's reasoning models refuse
+	// max_tokens), or TokenLimitBoth.
+	TokenLimit TokenLimitField
 }
+
+// TokenLimitField is which request field carries Request.MaxOutputTokens.
+type TokenLimitField string
+
+// The fields an OpenAI-compatible server may read the output cap from.
+const (
+	TokenLimitMaxTokens           TokenLimitField = "max_tokens"
+	TokenLimitMaxCompletionTokens TokenLimitField = "max_completion_tokens"
+	TokenLimitBoth                TokenLimitField = "both"
+)
 
 // OpenAI is a mind behind any OpenAI-compatible POST /chat/completions with stream:true. It sends
 // the instructions as a system message, the history with assistant turns, tool calls and tool
@@ -53,6 +68,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
+	}
+	switch cfg.TokenLimit {
+	case "":
+		cfg.TokenLimit = TokenLimitMaxTokens
+	case TokenLimitMaxTokens, TokenLimitMaxCompletionTokens, TokenLimitBoth:
+	default:
+		return nil, fmt.Errorf("mind: token limit field %q: max_tokens, max_completion_tokens or both", cfg.TokenLimit)
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
@@ -182,6 +204,8 @@ type chatRequest struct {
 	ParallelToolCalls *bool              `json:"parallel_tool_calls,omitempty"`
 	Temperature       *float64           `json:"temperature,omitempty"`
 	MaxTokens         *int               `json:"max_tokens,omitempty"`
+	// MaxCompletionTokens is the cap OpenAI's reasoning models read (they refuse max_tokens).
+	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
 }
 
 type chatMessage struct {
@@ -220,7 +244,12 @@ func (o *OpenAI) chatRequest(req Request) chatRequest {
 		cr.Temperature = &req.Temperature
 	}
 	if req.MaxOutputTokens > 0 {
-		cr.MaxTokens = &req.MaxOutputTokens
+		if o.cfg.TokenLimit != TokenLimitMaxCompletionTokens {
+			cr.MaxTokens = &req.MaxOutputTokens
+		}
+		if o.cfg.TokenLimit != TokenLimitMaxTokens {
+			cr.MaxCompletionTokens = &req.MaxOutputTokens
+		}
 	}
 	if req.Instructions != "" {
 		cr.Messages = append(cr.Messages, chatMessage{Role: RoleSystem, Content: req.Instructions})

@@ -108,6 +108,8 @@ type Call struct {
 	pending []float32    // reply audio not yet played (24 kHz)
 	played  int64
 	cut     bool          // set by Clear, taken by the pacer at its next tick: a playing reply was cut
+	paused  bool          // set by Pause: the pacer takes nothing from pending until Resume
+	hush    bool          // set by Pause, taken by the pacer: the paused reply gets the silence tail
 	space   chan struct{} // signalled when pending shrinks
 }
 
@@ -509,6 +511,33 @@ func (c *Call) Clear() int64 {
 	return c.played
 }
 
+// Pause stops playing at the pacer's next tick (within 20 ms) and keeps what is queued and the
+// position: Played stands still and Play blocks once the queue is full, until Resume. A paused
+// reply is followed on the track by the silence tail (CutTailPackets), as a cut one is, so a
+// receiver does not conceal the gap as ghost speech; no output_audio_buffer event is sent (the
+// buffer is held, not drained). Clear while paused drops the queue as usual.
+func (c *Call) Pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.paused {
+		c.paused, c.hush = true, true
+	}
+}
+
+// Resume plays on from where Pause stopped.
+func (c *Call) Resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paused, c.hush = false, false
+}
+
+// Paused says whether the call holds its reply audio (Pause).
+func (c *Call) Paused() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
+}
+
 // Played is how many samples (24 kHz) of the audio given to Play went out, in total: written to
 // the track while ICE was connected (the session meters spoken seconds by it).
 func (c *Call) Played() int64 {
@@ -576,6 +605,19 @@ func (c *Call) pace() {
 			continue
 		}
 		c.mu.Lock()
+		if c.paused {
+			hush := c.hush
+			c.hush = false
+			c.mu.Unlock()
+			if hush && started {
+				tail = CutTailPackets
+			}
+			if tail > 0 {
+				tail--
+				c.writeFrame(enc, quiet)
+			}
+			continue
+		}
 		n := copy(chunk, c.pending)
 		c.pending = c.pending[:copy(c.pending, c.pending[n:])]
 		c.played += int64(n)

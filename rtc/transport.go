@@ -108,6 +108,7 @@ type Transport struct {
 var (
 	_ session.Transport   = (*Transport)(nil)
 	_ session.Player      = (*Transport)(nil)
+	_ session.Pauser      = (*Transport)(nil)
 	_ session.EventSource = (*Transport)(nil)
 )
 
@@ -248,6 +249,13 @@ func (t *Transport) Clear() int64 { return t.Call().Clear() }
 
 // Played is how many samples of reply audio went out on the track.
 func (t *Transport) Played() int64 { return t.Call().Played() }
+
+// Pause holds the reply audio queued (speech heard during a reply is being judged); Resume plays
+// on from there.
+func (t *Transport) Pause() { t.Call().Pause() }
+
+// Resume plays on from where Pause stopped.
+func (t *Transport) Resume() { t.Call().Resume() }
 
 // MaxSidebands bounds the sideband sockets on one call. OpenAI's sideband is one server's control
 // socket; a few leave room for a reconnect overlapping the old socket and a monitor. Each holds a

@@ -67,6 +67,7 @@ type conversation struct {
 	room    room          // the echo canceller and noise suppressor (room.go), under its own lock
 	pause   pauseGate     // holds the replies' audio while speech is judged (interrupt.go)
 	usage   *sessionUsage // the session's usage record (usage_record.go); nil without a recorder
+	mcp     mcpState      // the session's MCP servers and approvals (mcp.go), under its own lock
 }
 
 // handoff is what replies and the input goroutine tell each other (atomics).
@@ -105,6 +106,7 @@ func newConversation(s *Server, t Transport, g Grant, d wire.Dialect, model stri
 		log: c.log, kick: make(chan struct{}, 1), exhausted: c.quotaExceeded}
 	c.backlog.freed = make(chan struct{}, 1)
 	c.hist.limit = s.cfg.ConversationBytes
+	c.mcp.client = s.cfg.MCP
 	c.in.limit = newEventLimiter(s.cfg.EventRate, s.cfg.EventBurst)
 	c.in.bytes = newByteLimiter(s.eventBytes, g.Principal.Subject, s.cfg.Now())
 	if model == "" {
@@ -133,6 +135,7 @@ func (c *conversation) run(parent context.Context) {
 		c.in.dropSpeculation()
 		c.cancel() // replies and transcriptions stop; the writer ends
 		c.work.Wait()
+		c.mcp.closeAll()
 		c.room.close()
 		writer.Wait()
 		stopDrain()

@@ -60,6 +60,12 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 		c.room.dropFar() // the client stopped playing there
 		c.send(wire.ConversationItemTruncated{ItemID: e.ItemID, ContentIndex: e.ContentIndex, AudioEndMs: e.AudioEndMs})
 	case *wire.ResponseCreate:
+		if e.Response.Tools.Set() {
+			if err := c.mcp.checkMCPTools(e.Response.Tools.Value, "response.tools", id, true); err != nil {
+				c.send(err)
+				return
+			}
+		}
 		if err := c.startReply(e.Response, id); err != nil {
 			c.send(err)
 		}
@@ -96,6 +102,12 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 		c.sendError(err)
 		return
 	}
+	if u.Session.Tools.Present {
+		if err := c.mcp.checkMCPTools(next.Tools, "session.tools", u.ClientEventID(), false); err != nil {
+			c.sendError(err)
+			return
+		}
+	}
 	if len(u.Session.Ignored) > 0 {
 		c.log.Warn("session.update fields accepted but not applied", "fields", u.Session.Ignored)
 	}
@@ -122,6 +134,7 @@ func (c *conversation) sessionUpdate(u *wire.SessionUpdate) {
 	}
 	c.lang.set(c.in.sess)
 	c.send(wire.SessionUpdated{Session: c.in.sess})
+	c.syncMCP(c.in.sess.Tools)
 }
 
 // appendAudio takes one input_audio_buffer.append.
@@ -216,8 +229,8 @@ func (c *conversation) heard(pcm []float32) bool {
 	held := c.in.pending != nil // speech judged: partials for its words, none streamed yet
 	if stream := c.in.sess.Transcription != nil && !held; c.in.speechItem != "" && (stream || held || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
 		from := max(0, int(c.in.input.speechStart-c.in.input.start))
-		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send},
-			c.in.input.pcm[from:], c.in.input.start+int64(from), c.in.speechItem, stream)
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send,
+			logprobs: stream && c.in.sess.Includes(wire.IncludeLogprobs)}, c.in.input.pcm[from:], c.in.input.start+int64(from), c.in.speechItem, stream)
 	}
 	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
 		c.endHeldTurn()
@@ -400,11 +413,14 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32, span tur
 	c.ledger.turnEnded()
 
 	transcribe := c.in.sess.Transcription != nil
-	c.work.Go(func() { c.transcribe(e, pcm, span, transcribe) })
+	logprobs := transcribe && c.in.sess.Includes(wire.IncludeLogprobs)
+	c.work.Go(func() { c.transcribe(e, pcm, span, transcribe, logprobs) })
 }
 
-// transcribe hears a committed item and records its transcript.
-func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report bool) {
+// transcribe hears a committed item and records its transcript; with logprobs (the session's
+// include[]) through LogprobEars, so the completed event carries the decoder's token
+// log-probabilities (the partials' features are not reused then: their decode gives text only).
+func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report, logprobs bool) {
 	defer close(e.ready)
 	defer c.transcribed(len(pcm))
 	if c.engines.Ears == nil || len(pcm) == 0 {
@@ -414,7 +430,12 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 	var text string
 	var err error
 	reused := false
-	if span.start >= 0 {
+	var lps []wire.Logprob
+	lpEars, withLogprobs := c.engines.Ears.(LogprobEars)
+	if withLogprobs = withLogprobs && logprobs; withLogprobs {
+		text, lps, err = c.hearLogprobs(c.ctx, lpEars, pcm)
+		reused = true
+	} else if span.start >= 0 {
 		text, reused, err = c.in.partials.mel.final(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.get()}, span.gen, span.start, pcm)
 	}
 	if !reused {
@@ -435,7 +456,7 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 	c.hist.edit(e, func(it *wire.Item) { it.Content[0].Transcript = &text })
 	if report {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
-			Seconds: float64(len(pcm)) / hearRate})
+			Seconds: float64(len(pcm)) / hearRate, Logprobs: lps})
 	}
 }
 
@@ -484,6 +505,12 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	}
 	if it.Status == "" {
 		it.Status = wire.ItemCompleted
+	}
+	if it.Type == wire.ItemMCPApprovalResponse {
+		if err := c.checkApproval(it, e.ClientEventID()); err != nil {
+			c.send(err)
+			return
+		}
 	}
 	if _, dup := c.hist.itemCopy(it.ID); dup {
 		c.send(wire.ErrInvalidValue("item.id", e.ClientEventID(), "Invalid 'item.id': an item with id '%s' already exists.", it.ID))
@@ -535,9 +562,13 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 	prev := c.hist.add(ent, e.PreviousItemID)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
+	if it.Type == wire.ItemMCPApprovalResponse {
+		c.approvalAnswered(it, e.ClientEventID())
+	}
 	if ent.ready != nil {
 		transcribe := c.in.sess.Transcription != nil
-		c.work.Go(func() { c.transcribe(ent, pcm, noSpan, transcribe) })
+		logprobs := transcribe && c.in.sess.Includes(wire.IncludeLogprobs)
+		c.work.Go(func() { c.transcribe(ent, pcm, noSpan, transcribe, logprobs) })
 	}
 	if len(pcm) > 0 {
 		c.in.itemAudio += int64(len(pcm))

@@ -83,13 +83,14 @@ func (g *pauseGate) wait(ctx context.Context) error {
 // speech_started withheld, the replies paused. False: speech_started goes out as before.
 func (c *conversation) holdSpeech(at int64) bool {
 	td := c.in.sess.TurnDetection
-	if c.in.sess.Interruption == nil || !td.InterruptResponse || !c.replies.answeringLive() {
+	if c.in.sess.Interruption == nil || !td.InterruptResponse || !c.speaking() {
 		return false
 	}
 	ev := c.in.takeFloor(at)
 	onset := min(at+int64(td.PrefixPaddingMs)*hearRate/1000, c.in.input.timeline)
 	c.in.pending = &pending{started: ev, onset: onset}
 	c.pause.hold()
+	c.pausePlayer()
 	return true
 }
 
@@ -100,9 +101,19 @@ func (c *conversation) judgeSpeech() {
 	if p == nil {
 		return
 	}
-	if !c.replies.answeringLive() || c.interrupts(c.in.input.timeline-p.onset, c.in.partials.Partial()) {
+	if !c.speaking() || c.interrupts(c.in.input.timeline-p.onset, c.in.partials.Partial()) {
 		c.interruptNow()
 	}
+}
+
+// speaking: a reply is being written, or its audio is still queued on the transport's player
+// (a reply whose writer is done plays its last ≤ 2 s from the WebRTC track's queue).
+func (c *conversation) speaking() bool {
+	if c.replies.answeringLive() {
+		return true
+	}
+	pl := c.media.Player
+	return pl != nil && !c.hist.playedAll(pl.Played())
 }
 
 // interrupts says whether speech that has lasted n samples, its partial transcript text,
@@ -130,6 +141,7 @@ func (c *conversation) interruptNow() {
 	c.clearPlayback(false)
 	c.room.dropFar()
 	c.pause.release() // the cancelled writer returns
+	c.resumePlayer()  // its queue was cleared: nothing of the reply plays on
 }
 
 // speechEnded judges the speech held when it ends at timeline sample at: an interruption by its
@@ -154,6 +166,7 @@ func (c *conversation) speechEnded(at, speechEnd int64) bool {
 	c.in.partials.reset()
 	c.log.Debug("speech during a reply was no interruption: the reply resumes", "ms", sampleMs(end-p.onset))
 	c.pause.release()
+	c.resumePlayer()
 	return true
 }
 
@@ -163,6 +176,7 @@ func (c *conversation) dropPending() {
 	if c.in.pending != nil {
 		c.in.pending = nil
 		c.pause.release()
+		c.resumePlayer()
 	}
 }
 

@@ -83,7 +83,7 @@ const (
 // itemBytes is what it keeps in memory: its strings, its content parts' text, transcripts, image
 // data URIs and (withAudio) audio, and the overheads above.
 func itemBytes(it wire.Item, withAudio bool) int {
-	n := itemOverhead + len(it.ID) + len(it.Name) + len(it.Arguments) + len(it.Output) + len(it.CallID)
+	n := itemOverhead + len(it.ID) + len(it.Name) + len(it.Arguments) + len(it.Output) + len(it.CallID) + mcpItemBytes(it.MCP)
 	for _, p := range it.Content {
 		n += partOverhead + len(p.Text) + len(p.ImageURL) + len(p.Detail)
 		if p.Transcript != nil {
@@ -290,6 +290,16 @@ func (h *history) clone(e *entry) wire.Item {
 	return cloneItem(e.item)
 }
 
+// previousOf is the id of the item before item id ("" when first or gone).
+func (h *history) previousOf(id string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i := h.indexOf(id); i > 0 {
+		return h.items[i-1].item.ID
+	}
+	return ""
+}
+
 // itemCopy returns a copy of item id safe to hand to the writer.
 func (h *history) itemCopy(id string) (wire.Item, bool) {
 	h.mu.Lock()
@@ -473,8 +483,11 @@ func cutWords(text string, frac float64) string {
 // mindMessages renders the conversation (or a response's own input) for the mind.
 func mindMessages(items []wire.Item) []mind.Message {
 	var out []mind.Message
+	declined := declinedApprovals(items)
 	for _, it := range items {
 		switch it.Type {
+		case wire.ItemMCPCall, wire.ItemMCPApprovalRequest:
+			out = append(out, mcpMessages(it, declined)...)
 		case wire.ItemMessage:
 			var text []string
 			var parts []mind.Part

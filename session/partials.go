@@ -126,6 +126,9 @@ type decodeOn struct {
 	// language is the session's transcription language (Hearing.Language).
 	language string
 	send     func(wire.ServerEvent)
+	// logprobs: the session's include[] asks for logprobs, so streamed partials are decoded through
+	// LogprobEars (the whole window, not the turn's MelStream) and each delta carries its tokens'.
+	logprobs bool
 }
 
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
@@ -183,7 +186,15 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, start int64, item stri
 	p.mu.Unlock()
 	c.work.Go(func() {
 		defer p.busy.Add(-1)
-		text, err := p.mel.transcribe(c.ctx, c.ears, Hearing{Conversation: c.convID, Partial: true, Language: c.language}, gen, start, snapshot, slid)
+		h := Hearing{Conversation: c.convID, Partial: true, Language: c.language}
+		var text string
+		var lps []wire.Logprob
+		var err error
+		if lpEars, ok := c.ears.(LogprobEars); ok && c.logprobs && stream {
+			text, lps, err = lpEars.TranscribeLogprobs(c.ctx, snapshot, h)
+		} else {
+			text, err = p.mel.transcribe(c.ctx, c.ears, h, gen, start, snapshot, slid)
+		}
 		if err != nil || p.gen.Load() != gen {
 			return
 		}
@@ -198,7 +209,7 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, start int64, item stri
 			p.streamed, p.streamedGen = "", gen // a new turn
 		}
 		if stream && len(text) > len(p.streamed) && strings.HasPrefix(text, p.streamed) {
-			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):]})
+			c.send(wire.InputAudioTranscriptionDelta{ItemID: item, Delta: text[len(p.streamed):], Logprobs: tokensFrom(lps, text, len(p.streamed), c.logprobs)})
 			p.streamed = text
 		}
 	})

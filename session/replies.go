@@ -41,13 +41,20 @@ func (rs *replies) admit(r *reply, eventID string) *wire.Error {
 		return nil
 	}
 	if a := rs.active; a != nil {
-		if !a.cancelled {
+		if !a.cancelled && !a.ending {
 			return wire.ErrActiveResponse(a.id, eventID)
 		}
-		r.prev = a.done // cancelled, finishing its done events: the new reply waits for them
+		r.prev = a.done // cancelled, or past its MCP items, finishing its done events: the new reply waits for them
 	}
 	rs.active = r
 	return nil
+}
+
+// ending marks r as sending its last events (reply.ending).
+func (rs *replies) ending(r *reply) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r.ending = true
 }
 
 // cancel cancels the active response (id "" = whichever) or the out-of-band one id names;

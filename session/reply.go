@@ -43,6 +43,13 @@ type reply struct {
 	spec *speculation
 	// metadata is response.create's, returned in response.created and response.done.
 	metadata map[string]string
+	// approved, when set, is an MCP call the client approved: the response runs it (mcp.go)
+	// instead of asking the mind.
+	approved *mcpPending
+	// ending (under replies.mu): the reply is sending its last events after MCP items; a
+	// response.create arriving now (the Agents SDK's, on the call's conversation.item.done) waits
+	// for them instead of being refused.
+	ending bool
 }
 
 // maxOutOfBand is how many out-of-band responses (conversation "none") one conversation may run at
@@ -65,9 +72,15 @@ func (c *conversation) startReply(p wire.ResponseParams, eventID string) *wire.E
 
 // startReplyOn is startReply handed the turn's speculation (nil: none), which it owns from here.
 func (c *conversation) startReplyOn(p wire.ResponseParams, eventID string, spec *speculation) *wire.Error {
+	return c.startReplyWith(p, eventID, spec, nil)
+}
+
+// startReplyWith is startReplyOn for a response that runs an approved MCP call (approved: nil for
+// any other).
+func (c *conversation) startReplyWith(p wire.ResponseParams, eventID string, spec *speculation, approved *mcpPending) *wire.Error {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	r := &reply{id: wire.NewID("resp_"), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		outOfBand: p.Conversation == "none", spec: spec, metadata: p.Metadata}
+		outOfBand: p.Conversation == "none", spec: spec, metadata: p.Metadata, approved: approved}
 	// A response's own input items are kept while it runs: counted toward the conversation's
 	// bytes until it ends. A response that writes the conversation is refused once the
 	// conversation is full (only what the conversation makes itself takes it there: a reply's
@@ -145,6 +158,11 @@ type replyRun struct {
 	outputs []*entry
 	calls   map[int]*entry
 	spoken  int // 24 kHz samples sent
+	// mcpRoutes are the MCP tools offered (by name), mcpCalls the reply's MCP items by call index,
+	// mcpOrder the same in order (mcp.go).
+	mcpRoutes map[string]mcpTarget
+	mcpCalls  map[int]*mcpOut
+	mcpOrder  []*mcpOut
 	// adopted is the speculation the reply took its answer from (nil: none): its first sentence's
 	// audio, synthesized while the turn was held, is sent in place of a synthesis (say).
 	adopted *speculation
@@ -173,6 +191,7 @@ type replyParts struct {
 	turns   *handoff
 	voice   Voice
 	mind    mind.Mind
+	mcp     *mcpState  // the session's MCP servers
 	player  Player     // the transport's (nil: audio in delta events)
 	room    *room      // the echo canceller: the audio sent is its reference
 	pause   *pauseGate // holds the audio while speech is judged (interrupt.go)
@@ -189,7 +208,7 @@ type replyParts struct {
 func (c *conversation) replyParts() *replyParts {
 	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
 		hist: &c.hist, window: &c.window, budget: c.srv.cfg.MindContextTokens, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
-		voice: c.engines.Voice, mind: c.engines.Mind, player: c.media.Player, room: &c.room, pause: &c.pause,
+		voice: c.engines.Voice, mind: c.engines.Mind, mcp: &c.mcp, player: c.media.Player, room: &c.room, pause: &c.pause,
 		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
 }
 
@@ -223,12 +242,21 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 	p.send(wire.RateLimitsUpdated{RateLimits: p.ledger.rateLimits(p.now())})
 
 	err := p.waitTranscripts(r.ctx)
-	if err == nil {
+	var mcpTools []mind.Tool
+	if err == nil && r.approved == nil {
+		mcpTools, run.mcpRoutes, err = p.mcp.offer(r.ctx, cfg)
+	}
+	if r.approved != nil {
+		if err == nil {
+			err = run.runApproved(r.approved)
+		}
+	} else if err == nil {
 		win := p.window
 		if input != nil || r.outOfBand {
 			win = nil // a response beside the conversation does not move its window
 		}
 		req := mindRequest(cfg, win.view(p.hist.snapshot(input), cfg.Truncation, p.budget))
+		req.Tools = append(req.Tools, mcpTools...)
 		m := p.mind
 		if r.spec.adopt(req) {
 			m = timedMind{Mind: r.spec, first: p.metrics.mindFirst}
@@ -281,6 +309,18 @@ func (run *replyRun) stream(m mind.Mind, req mind.Request) error {
 		if rest := run.splitter.Flush(); rest != "" {
 			err = run.queue(func() error { return run.say(rest) })
 		}
+	}
+	if err == nil && run.stop == "" {
+		// The answer is whole: its MCP calls run on the writer (which made them), in order,
+		// after what it said.
+		err = run.queue(func() error {
+			for _, o := range run.mcpOrder {
+				if err := run.runMCP(o); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		run.cancel(err) // the mind failed: stop speaking what it queued
@@ -353,7 +393,12 @@ func (run *replyRun) delta(d mind.Delta) error {
 	}
 	if d.Call != nil {
 		call := *d.Call
-		if err := run.queue(func() error { run.callDelta(&call); return nil }); err != nil {
+		if err := run.queue(func() error {
+			if !run.mcpDelta(&call) {
+				run.callDelta(&call)
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
@@ -442,16 +487,18 @@ func (run *replyRun) say(piece string) error {
 				n = int(got * speakRate / time.Second)
 			}
 			if n > 0 {
+				// Durable before it goes out (the meter's group commit, issue 26): a kill -9 then
+				// bills at most this one delta that the client never got, never one it got.
+				p.ledger.spokenSamples.Add(int64(n))
+				p.ledger.meterNow()
 				run.emitAudio(run.encode(pcm[:n]))
 				p.room.far(pcm[:n])
-				p.ledger.spokenSamples.Add(int64(n))
 			}
 			if got < want {
 				p.quotaExceeded()
 			}
 			p.ledger.speakMu.Unlock()
 			if n > 0 {
-				p.ledger.meterNow() // durable before the next delta goes out
 				sent += n
 				pcm = pcm[n:]
 			}
@@ -592,6 +639,9 @@ func (run *replyRun) finish(err error) {
 		details = &wire.StatusDetails{Type: wire.ResponseIncomplete, Reason: run.stop}
 	}
 
+	if len(run.mcpOrder) > 0 {
+		p.replies.ending(r)
+	}
 	for i, e := range run.outputs {
 		var part *wire.ContentPart
 		if e == run.msg {
@@ -608,7 +658,7 @@ func (run *replyRun) finish(err error) {
 				p.send(wire.ResponseTextDone{PartRef: ref, Text: run.text.String()})
 			}
 			p.send(wire.ResponseContentPartDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i, ContentIndex: 0, Part: it.Content[0]})
-		} else {
+		} else if it.Type == wire.ItemFunctionCall {
 			p.send(wire.ResponseFunctionCallArgumentsDone{ResponseID: r.id, ItemID: it.ID, OutputIndex: i,
 				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 		}

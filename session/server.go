@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/door"
+	"github.com/voiced/voiced/mcptool"
 	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/wire"
 )
@@ -91,6 +92,10 @@ type Config struct {
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
 	// starts, then closes with 1001; its context ends when the grace period does.
 	Sockets SocketTracker
+
+	// MCP serves tools of type "mcp" (nil, or no host allowed: they are refused by name,
+	// mcp_tools_unsupported).
+	MCP *mcptool.Client
 
 	Engines Engines
 	Log     *slog.Logger

@@ -108,6 +108,8 @@ func itemTokens(it wire.Item) int {
 		n = len(it.Name) + len(it.Arguments) + len(it.CallID)
 	case wire.ItemFunctionCallOutput:
 		n = len(it.Output) + len(it.CallID)
+	case wire.ItemMCPCall, wire.ItemMCPApprovalRequest, wire.ItemMCPListTools, wire.ItemMCPApprovalResponse:
+		n = len(it.Name) + len(it.Arguments) + mcpItemBytes(it.MCP)
 	default:
 		images := 0
 		for _, p := range it.Content {

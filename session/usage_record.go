@@ -140,9 +140,50 @@ func (s *sessionUsage) end(c *conversation) {
 	s.u.End, s.u.EndReason, s.u.Door = c.srv.cfg.Now(), reason, doorOf(c)
 	u := s.u
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), meterWriteTimeout)
+	s.writeFinal(u)
+}
+
+// The closed record is the one that says what a session cost: a failed write of it (the store
+// away for a moment) is tried again, finalRecordTries times at most, backoff doubling from
+// finalRecordBackoff, all within finalRecordBudget. end runs before the conversation releases
+// its meter hold (run's defers), so a stopping server's meter Close waits for these tries
+// (bounded by its CloseWait): the record is drained at shutdown, not dropped.
+const (
+	finalRecordTries   = 5
+	finalRecordBackoff = 100 * time.Millisecond
+	finalRecordBudget  = 5 * time.Second
+)
+
+// writeFinal writes the closed record, retried as above; it returns whether it was written.
+func (s *sessionUsage) writeFinal(u SessionUsage) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), finalRecordBudget)
 	defer cancel()
-	s.write(ctx, u)
+	wait := finalRecordBackoff
+	for try := 1; ; try++ {
+		tryCtx, cancelTry := context.WithTimeout(ctx, meterWriteTimeout)
+		err := s.rec.RecordSession(tryCtx, u)
+		cancelTry()
+		if err == nil {
+			if try > 1 {
+				s.log.Info("session usage record written after a retry", "session", u.ID, "tries", try)
+			}
+			return true
+		}
+		if try == finalRecordTries {
+			s.log.Error("session usage record not written; its open record stays", "err", err, "session", u.ID, "tries", try)
+			return false
+		}
+		s.log.Warn("session usage record not written; trying again", "err", err, "session", u.ID, "try", try, "in", wait.String())
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			s.log.Error("session usage record not written in its budget; its open record stays", "err", err, "session", u.ID, "tries", try)
+			return false
+		}
+		wait *= 2
+	}
 }
 
 func (s *sessionUsage) write(ctx context.Context, u SessionUsage) {

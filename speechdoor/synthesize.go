@@ -160,6 +160,11 @@ type socketWriter struct {
 	// (capacity 1) is poked each time it falls. One producer waits on it (pcm).
 	queued  atomic.Int64
 	drained chan struct{}
+	// encoded: binary frames carry an encoded format (?format=); frameSamples are their samples,
+	// in queue order, for the meter (synthformat.go).
+	encoded      bool
+	samplesMu    sync.Mutex
+	frameSamples []int
 }
 
 func newSocketWriter(conn *websocket.Conn, log *slog.Logger, sent func(seconds float64)) *socketWriter {
@@ -187,8 +192,12 @@ func (w *socketWriter) done(m door.Message, written bool) {
 	case w.drained <- struct{}{}:
 	default:
 	}
+	samples := len(m.Data) / 2
+	if w.encoded {
+		samples = w.popSamples() // an encoded frame's bytes are not its samples (synthformat.go)
+	}
 	if written && w.sent != nil {
-		w.sent(float64(len(m.Data)/2) / kokoro.SampleRate)
+		w.sent(float64(samples) / kokoro.SampleRate)
 	}
 }
 
@@ -225,6 +234,12 @@ func (w *socketWriter) pcm(ctx context.Context, gen int64, pcm []int16) bool {
 		w.queued.Add(-n)
 		return false
 	}
+	return w.waitDrained(ctx)
+}
+
+// waitDrained waits while ttsQueueBytes or more of audio waits for the writer (backpressure);
+// false when the session is over.
+func (w *socketWriter) waitDrained(ctx context.Context) bool {
 	for w.queued.Load() >= ttsQueueBytes {
 		select {
 		case <-w.drained:
@@ -320,6 +335,11 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.svc.refuse(w, err)
 		return
 	}
+	format, refusal := synthFormat(r)
+	if refusal != nil {
+		d.svc.refuse(w, refusal)
+		return
+	}
 	ctx, conn, done, ok := d.svc.admitSocket(w, r)
 	if !ok {
 		return // refused by name already
@@ -331,11 +351,12 @@ func (d *SynthesizeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer d.svc.opened("synthesize")()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
-	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, w: newSocketWriter(conn, d.svc.log, d.svc.tab(r).spoken)}
+	s := &synthSession{svc: d.svc, conn: conn, engine: engine, voice: voice, speed: speed, format: format, w: newSocketWriter(conn, d.svc.log, d.svc.tab(r).spoken)}
+	s.w.encoded = format != ""
 	s.idle = newIdleWatch(d.IdleTimeout, nil) // closeIdle declines while an utterance is spoken
 	s.run(ctx, d.svc.Sockets.Draining(), synthReady{
 		Type: "ready", ModelID: speechcore.KokoroModelID, Voice: voice, SampleRate: kokoro.SampleRate,
-		Encoding: "pcm16le", Channels: 1, Device: device, ExecutionProvider: provider,
+		Encoding: synthEncoding(format), Channels: 1, Device: device, ExecutionProvider: provider,
 	})
 }
 
@@ -347,6 +368,7 @@ type synthSession struct {
 	engine *kokoro.Engine
 	voice  string
 	speed  float32
+	format string // ?format= (synthformat.go); "" is raw PCM16LE
 	w      *socketWriter
 	idle   *idleWatch // poked by the read loop; busy while an utterance is spoken
 
@@ -456,7 +478,12 @@ func (s *synthSession) drain(ctx context.Context) {
 func (s *synthSession) speak(ctx context.Context, utterance int, text string, arrival time.Time) {
 	chunks, samples := 0, 0
 	pieceStart := arrival
-	err := s.engine.Speak(ctx, kokoro.Request{Text: text, Voice: s.voice, Speed: s.speed}, func(c kokoro.Chunk) error {
+	enc, err := s.newUtteranceEncoder()
+	if err != nil {
+		s.w.json(ctx, 0, door.Frame(synthesisError(err)))
+		return
+	}
+	err = s.engine.Speak(ctx, kokoro.Request{Text: text, Voice: s.voice, Speed: s.speed}, func(c kokoro.Chunk) error {
 		h := synthAudio{Type: "audio", Utterance: utterance, Seq: c.Index, Samples: len(c.PCM),
 			DurationMs: samplesMs(len(c.PCM)), Text: c.Text}
 		s.svc.speech.ObserveSynthesis(time.Since(pieceStart))
@@ -465,7 +492,7 @@ func (s *synthSession) speak(ctx context.Context, utterance int, text string, ar
 			h.FirstFrameMs = &first
 			s.svc.metrics.firstFrame.WithLabelValues("synthesize").Observe(first / 1000)
 		}
-		if !s.w.json(ctx, 0, h) || !s.w.pcm(ctx, 0, c.PCM) {
+		if !s.w.json(ctx, 0, h) || !enc.audio(ctx, c.PCM) {
 			return ctx.Err()
 		}
 		chunks++
@@ -473,6 +500,11 @@ func (s *synthSession) speak(ctx context.Context, utterance int, text string, ar
 		pieceStart = time.Now()
 		return nil
 	})
+	if ctx.Err() == nil && err == nil {
+		err = enc.end(ctx, utterance)
+	} else {
+		enc.abort()
+	}
 	if ctx.Err() != nil {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/codec"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/whisper"
@@ -111,6 +112,11 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.svc.refuse(w, refusal)
 		return
 	}
+	format, refusal := liveFormat(r)
+	if refusal != nil {
+		d.svc.refuse(w, refusal)
+		return
+	}
 	ctx, conn, done, ok := d.svc.admitSocket(w, r)
 	if !ok {
 		return // refused by name already
@@ -138,6 +144,13 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		finals:         make(chan sttJob, 4),
 		partial:        make(chan sttJob, 1),
 	}
+	live, err := newLiveDecoder(format)
+	if err != nil {
+		d.svc.log.Error("transcribe: live decoder", "err", err)
+		conn.Close(websocket.StatusInternalError, "live decoder")
+		return
+	}
+	s.live = live
 	s.idle = newIdleWatch(d.IdleTimeout, func() bool { return s.finalsPending.Load() > 0 })
 	device, provider := "cpu", "cpu"
 	if d.svc.speech.Env != nil {
@@ -145,7 +158,7 @@ func (d *TranscribeDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.run(ctx, d.svc.Sockets.Draining(), readyFrame{
 		Type: "ready", ModelID: engine.ModelID(), Language: hearing.language, SampleRate: audio.WhisperSampleRate,
-		Encoding: "pcm16le", Channels: 1, PartialCadenceMs: cadence.Milliseconds(), SegmentMaxMs: segMax.Milliseconds(),
+		Encoding: liveEncoding(format), Channels: 1, PartialCadenceMs: cadence.Milliseconds(), SegmentMaxMs: segMax.Milliseconds(),
 		Device: device, ExecutionProvider: provider,
 	})
 }
@@ -168,6 +181,7 @@ type transcribeSession struct {
 	hearing        hearingOptions
 	log            *slog.Logger
 	heard          func(seconds float64) // the meter: each frame taken; may be nil
+	live           *codec.LiveDecoder    // ?format=webm|ogg (liveformat.go); nil: raw PCM frames
 	svc            *Doors                // metrics; may be nil
 	cadenceSamples int
 	segMaxSamples  int
@@ -278,6 +292,7 @@ func (s *transcribeSession) send(ctx context.Context, frame any) {
 // read is the read loop. It returns the close status to send, or 0 when the client closed.
 func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, string) {
 	defer s.endStream(ctx)
+	defer s.endLive(ctx)
 	for {
 		typ, data, err := door.ReadFrame(ctx, s.conn, FrameLimit, frameDrainLimit)
 		s.idle.poke()
@@ -293,6 +308,12 @@ func (s *transcribeSession) read(ctx context.Context) (websocket.StatusCode, str
 		}
 		switch typ {
 		case websocket.MessageBinary:
+			if s.live != nil {
+				if code, reason, stop := s.takeLive(ctx, data); stop {
+					return code, reason
+				}
+				continue
+			}
 			if len(data)%2 != 0 {
 				s.send(ctx, door.Frame(ErrOddLengthPCM))
 				continue

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/audio/codec"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
 	"github.com/voiced/voiced/speechcore/assets"
@@ -137,6 +138,8 @@ type transcript struct {
 	cut    int           // samples
 	// observe records each decode's pass durations (speechcore.Service.ObserveTranscription).
 	observe func(whisper.Result)
+	// live decodes pushes of Ogg/WebM Opus (?format=, liveformat.go); nil for raw PCM.
+	live *codec.LiveDecoder
 
 	mu         sync.Mutex
 	sq         *squelch.Squelch
@@ -177,6 +180,11 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		door.WriteError(w, speechcore.ErrNotWarm)
 		return
 	}
+	format, refusal := liveFormat(r)
+	if refusal != nil {
+		door.WriteError(w, refusal)
+		return
+	}
 	d.sweep()
 	maxOpen := d.MaxOpen
 	if maxOpen <= 0 {
@@ -201,10 +209,17 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		door.WriteError(w, err)
 		return
 	}
+	live, err := newLiveDecoder(format)
+	if err != nil {
+		sq.Close()
+		d.svc.log.Error("transcript: live decoder", "err", err)
+		door.WriteError(w, err)
+		return
+	}
 	_, _, guard, cut := d.limits()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transcript{
-		id: d.newID(), engine: engine, observe: d.svc.speech.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut,
+		id: d.newID(), engine: engine, observe: d.svc.speech.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut, live: live,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		lastUsed: time.Now(),
 	}
@@ -214,6 +229,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		d.mu.Unlock()
 		cancel()
 		sq.Close()
+		t.closeLive()
 		if full {
 			d.svc.countRefusal(ErrTooManyTranscripts)
 			door.WriteError(w, ErrTooManyTranscripts)
@@ -267,8 +283,14 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer d.svc.holdUsage()() // the meter's close waits for this push's seconds
-	pcm, err := audio.PCM16ToFloat32(body)
-	if err != nil {
+	var pcm []float32
+	var err error
+	if t.live != nil {
+		if pcm, refusal = d.livePush(t, body); refusal != nil {
+			door.WriteError(w, refusal)
+			return
+		}
+	} else if pcm, err = audio.PCM16ToFloat32(body); err != nil {
 		door.WriteError(w, door.Refuse(ErrOddLengthPCM, "the body must be raw PCM16LE mono 16 kHz, an even number of bytes; it was not taken, earlier audio is kept"))
 		return
 	}
@@ -563,6 +585,14 @@ func (t *transcript) end() {
 		t.sq = nil
 	}
 	t.mu.Unlock()
+	t.closeLive()
+}
+
+// closeLive frees the live decoder (it waits for a push decoding with it).
+func (t *transcript) closeLive() {
+	if t.live != nil {
+		t.live.Close()
+	}
 }
 
 func (t *transcript) stopWorker() {
@@ -584,6 +614,7 @@ func (t *transcript) finish(ctx context.Context, svc *Doors) (string, error) {
 		t.sq = nil
 	}
 	t.mu.Unlock()
+	t.closeLive()
 	defer t.cancel()
 	if err := t.catchUp(ctx, true); err != nil {
 		logDecodeFailure(svc.log, "transcript: flush", err, "id", t.id)

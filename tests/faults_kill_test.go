@@ -34,7 +34,9 @@ func audioSeconds(ev rtEvent) float64 {
 // the speaker's pace, then a long spoken reply each; the process is SIGKILLed while the replies
 // stream. After a restart on the same meter store, /v1/usage summed over the principals is
 // within one second of what was served: the speech the server hears of what was sent (measured
-// on the restarted server) plus the reply audio the clients received up to the kill.
+// on the restarted server) plus the reply audio the clients received up to the kill; and each
+// conversation's spoken seconds are at least what its client received (deltas are durable
+// before they are written).
 func TestFaultsKill9UnderLoad(t *testing.T) {
 	checkLeaks(t)
 	kill9UnderLoad(t, nil)
@@ -139,6 +141,10 @@ func kill9UnderLoad(t *testing.T, args []string) {
 			i, heard, refHeard, spoken, received[i])
 		served += refHeard + received[i]
 		metered += heard + spoken
+		// A delta is durable before it is written (issue 26): what a client got is all billed.
+		if spoken < received[i]-1e-3 {
+			t.Errorf("conversation %d: spoken %.3f s metered, less than the %.3f s it received", i, spoken, received[i])
+		}
 	}
 	t.Logf("all %d conversations: %.3f s metered after kill -9 and restart, %.3f s served (difference %+.3f s)",
 		conversations, metered, served, metered-served)

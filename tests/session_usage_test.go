@@ -100,6 +100,13 @@ func TestUsagePerSession(t *testing.T) {
 		t.Fatalf("second page: %+v", second)
 	}
 
+	// GET /v1/usage lists the same records with view=sessions (issue 20: "GET /v1/usage can list them").
+	var viaUsage sessionPage
+	if code := s.getAs(t, "/v1/usage?view=sessions", carol, &viaUsage); code != http.StatusOK || len(viaUsage.Sessions) != 2 ||
+		viaUsage.Sessions[0].ID != tr.ID || viaUsage.Sessions[0].Heard != tr.Heard || viaUsage.Sessions[1].ID != conv.ID {
+		t.Errorf("GET /v1/usage?view=sessions as carol: %d %+v", code, viaUsage)
+	}
+
 	// Another principal: none of carol's, and naming her is refused; the service token reads all.
 	dave := s.jwt("dave", "acme")
 	var none sessionPage
@@ -109,6 +116,9 @@ func TestUsagePerSession(t *testing.T) {
 	var refused map[string]any
 	if code := s.getAs(t, "/v1/usage/sessions?principal=carol", dave, &refused); code != http.StatusForbidden || refused["name"] != "forbidden_principal" {
 		t.Errorf("dave naming carol: %d %v", code, refused)
+	}
+	if code := s.getAs(t, "/v1/usage?view=sessions&principal=carol", dave, &refused); code != http.StatusForbidden {
+		t.Errorf("dave listing carol's sessions through /v1/usage: %d %v", code, refused)
 	}
 	if code := s.getAs(t, "/v1/usage?principal=carol", dave, &refused); code != http.StatusForbidden {
 		t.Errorf("dave reading carol's usage: %d %v", code, refused)

@@ -38,6 +38,15 @@ func TestNodeOpenAITranscriptionSession(t *testing.T) {
 		Transcripts    []string       `json:"transcripts"`
 		Responses      []string       `json:"responses"`
 		Refusal        string         `json:"refusal"`
+		Logprobs       []struct {
+			Token   string  `json:"token"`
+			Logprob float64 `json:"logprob"`
+			Bytes   []int   `json:"bytes"`
+		} `json:"logprobs"`
+		DeltaLogprobs [][]struct {
+			Token   string  `json:"token"`
+			Logprob float64 `json:"logprob"`
+		} `json:"deltaLogprobs"`
 	}
 	got := map[string]result{}
 	for _, l := range lines {
@@ -46,7 +55,8 @@ func TestNodeOpenAITranscriptionSession(t *testing.T) {
 			got[r.Dialect] = r
 		}
 	}
-	want := map[string][2]string{"ga": {"session.created", "session.updated"}, "beta": {"transcription_session.created", "transcription_session.updated"}}
+	want := map[string][2]string{"ga": {"session.created", "session.updated"}, "beta": {"transcription_session.created", "transcription_session.updated"},
+		"intent": {"transcription_session.created", "transcription_session.updated"}}
 	for dialect, names := range want {
 		r, ok := got[dialect]
 		if !ok {
@@ -64,10 +74,58 @@ func TestNodeOpenAITranscriptionSession(t *testing.T) {
 		if r.Refusal != "transcription_session" {
 			t.Errorf("%s: response.create refused as %q", dialect, r.Refusal)
 		}
-		t.Logf("%s: %d deltas %q, transcripts %q", dialect, len(r.Deltas), r.Deltas, r.Transcripts)
+		// include: ["item.input_audio_transcription.logprobs"] (ga and intent ask; beta does not): the
+		// completed event carries the decoder's tokens, whose text is the transcript's, each with
+		// its log-probability (≤ 0, not all 0) and its bytes.
+		if dialect == "beta" {
+			if r.Logprobs != nil || slices.ContainsFunc(r.DeltaLogprobs, func(l []struct {
+				Token   string  `json:"token"`
+				Logprob float64 `json:"logprob"`
+			}) bool {
+				return l != nil
+			}) {
+				t.Errorf("beta: logprobs without include: %+v %+v", r.Logprobs, r.DeltaLogprobs)
+			}
+		} else {
+			// Each delta carries the tokens of the partial decode that it streams.
+			streamed := 0
+			for i, l := range r.DeltaLogprobs {
+				if l == nil {
+					t.Errorf("%s: delta %d (%q) has logprobs null", dialect, i, r.Deltas[i])
+				}
+				var text strings.Builder
+				for _, lp := range l {
+					text.WriteString(lp.Token)
+					if lp.Logprob > 0 {
+						t.Errorf("%s: delta token %+v", dialect, lp)
+					}
+				}
+				if len(l) > 0 && strings.HasSuffix(text.String(), r.Deltas[i]) || len(l) > 0 && strings.HasSuffix(r.Deltas[i], text.String()) {
+					streamed++
+				}
+			}
+			if streamed == 0 {
+				t.Errorf("%s: no delta carries its tokens: %q %+v", dialect, r.Deltas, r.DeltaLogprobs)
+			}
+			var joined strings.Builder
+			var sum float64
+			for _, lp := range r.Logprobs {
+				joined.WriteString(lp.Token)
+				sum += lp.Logprob
+				if lp.Logprob > 0 || len(lp.Bytes) != len(lp.Token) && !strings.ContainsRune(lp.Token, '\uFFFD') {
+					t.Errorf("%s: token %+v", dialect, lp)
+				}
+			}
+			if len(r.Logprobs) == 0 || sum >= 0 || noSpace(joined.String()) != noSpace(strings.Join(r.Transcripts, "")) {
+				t.Errorf("%s: logprobs %+v for transcripts %q", dialect, r.Logprobs, r.Transcripts)
+			}
+		}
+		t.Logf("%s: %d deltas %q, transcripts %q, %d logprobs", dialect, len(r.Deltas), r.Deltas, r.Transcripts, len(r.Logprobs))
 	}
 	if got["ga"].CreatedSession["type"] != "transcription" {
 		t.Errorf("GA session.created: %v", got["ga"].CreatedSession)
 	}
 	s.stop()
 }
+
+func noSpace(s string) string { return strings.Join(strings.Fields(s), "") }

@@ -119,8 +119,10 @@ type SessionPatch struct {
 	// voiced.interruption (null: every speech_started cancels).
 	EchoCancellation Field[bool]
 	Interruption     Field[Interruption]
+	// Include: include[] (IncludeLogprobs); null or [] clears.
+	Include Field[[]string]
 	// Ignored lists the parameters accepted and not applied (tracing,
-	// prompt, reasoning, include, client_secret), for the session to log
+	// prompt, reasoning, client_secret), for the session to log
 	// as a warning.
 	Ignored []string
 

@@ -307,7 +307,20 @@ func parseTools(raw json.RawMessage, param, id string) ([]Tool, *Error) {
 			return nil, err
 		}
 		if in.Type != nil && *in.Type == "mcp" {
-			return nil, errMCPTool(p, id)
+			t, err := parseMCPTool(r, p, id)
+			if err != nil {
+				return nil, err
+			}
+			for _, prev := range tools {
+				if prev.MCP != nil && prev.MCP.Label == t.MCP.Label {
+					return nil, ErrInvalidValue(p+".server_label", id, "Invalid '%s.server_label': '%s' names two MCP servers.", p, clip(t.MCP.Label))
+				}
+			}
+			if len(MCPServers(tools)) == MaxMCPServerLabels {
+				return nil, ErrArrayTooLong(param+" (type mcp)", id, MaxMCPServerLabels, MaxMCPServerLabels+1)
+			}
+			tools = append(tools, t)
+			continue
 		}
 		if in.Type != nil {
 			if err := oneOf(p+".type", id, *in.Type, "function"); err != nil {

@@ -19,6 +19,10 @@ type itemIn struct {
 	Name      *string           `json:"name"`
 	Arguments *string           `json:"arguments"`
 	Output    *string           `json:"output"`
+	// mcp_approval_response
+	ApprovalRequestID *string `json:"approval_request_id"`
+	Approve           *bool   `json:"approve"`
+	Reason            *string `json:"reason"`
 }
 
 type contentIn struct {
@@ -53,7 +57,7 @@ func decodeItem(raw json.RawMessage, param string, d Dialect, id string) (Item, 
 	if typ == "" {
 		return Item{}, ErrMissingParameter(param+".type", id)
 	}
-	if err := oneOf(param+".type", id, typ, "message", "function_call", "function_call_output", "item_reference"); err != nil {
+	if err := oneOf(param+".type", id, typ, "message", "function_call", "function_call_output", "item_reference", string(ItemMCPApprovalResponse)); err != nil {
 		return Item{}, err
 	}
 	it.Type = ItemType(typ)
@@ -72,6 +76,20 @@ func decodeItem(raw json.RawMessage, param string, d Dialect, id string) (Item, 
 		if it.Name == "" {
 			return Item{}, ErrMissingParameter(param+".name", id)
 		}
+	case ItemMCPApprovalResponse:
+		if deref(in.ApprovalRequestID) == "" {
+			return Item{}, ErrMissingParameter(param+".approval_request_id", id)
+		}
+		if in.Approve == nil {
+			return Item{}, ErrMissingParameter(param+".approve", id)
+		}
+		if err := boundString(deref(in.ApprovalRequestID), param+".approval_request_id", id, MaxIDBytes); err != nil {
+			return Item{}, err
+		}
+		if err := boundString(deref(in.Reason), param+".reason", id, MaxInstructionsBytes); err != nil {
+			return Item{}, err
+		}
+		it.MCP = &MCPItem{ApprovalRequestID: *in.ApprovalRequestID, Approve: *in.Approve, Reason: deref(in.Reason)}
 	case ItemFunctionCallOutput:
 		if it.CallID == "" {
 			return Item{}, ErrMissingParameter(param+".call_id", id)

@@ -16,9 +16,9 @@ var (
 	// Accepted and ignored in either shape, reported in SessionPatch.Ignored: fields OpenAI defines
 	// that voiced does not act on. Refusing them would refuse the whole update and drop the
 	// client's instructions and tools (agents SDKs send tracing by default).
-	ignoredSessionFields = []string{"tracing", "prompt", "include", "client_secret", "input_audio_format_options", "reasoning"}
+	ignoredSessionFields = []string{"tracing", "prompt", "client_secret", "input_audio_format_options", "reasoning"}
 	// What the beta transcription_session.update accepts and ignores.
-	ignoredTranscriptionFields = []string{"include", "client_secret", "modalities"}
+	ignoredTranscriptionFields = []string{"client_secret", "modalities"}
 )
 
 // A sessionField is one field of the session object, spelled once for every dialect: its beta
@@ -70,6 +70,8 @@ var sessionFields = []sessionField{
 		set: to(func(p *SessionPatch) *Field[bool] { return &p.EchoCancellation }, parseBoolField)},
 	{beta: "voiced.interruption", ga: "voiced.interruption",
 		set: to(func(p *SessionPatch) *Field[Interruption] { return &p.Interruption }, parseInterruption)},
+	{beta: "include", ga: "include", transcription: true,
+		set: to(func(p *SessionPatch) *Field[[]string] { return &p.Include }, parseInclude)},
 	{beta: "temperature", set: to(func(p *SessionPatch) *Field[float64] { return &p.Temperature }, parseTemperature)},
 	{beta: "parallel_tool_calls", ga: "parallel_tool_calls", set: to(func(p *SessionPatch) *Field[bool] { return &p.ParallelToolCalls }, parseBool)},
 	{beta: "truncation", ga: "truncation", set: to(func(p *SessionPatch) *Field[Truncation] { return &p.Truncation }, parseTruncation)},

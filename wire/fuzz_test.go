@@ -26,6 +26,8 @@ var fuzzSeeds = []string{
 	` { "audio" : "AQD/fw" , "type":"input_audio_buffer.append" } `,
 	`{"type":"input_audio_buffer.append","audio":"AQD\/fw\u002b\u002B\u003D"}`,
 	`{"type":"input_audio_buffer.append","audio":"AQD\u0041\n"}`,
+	`{"type":"session.update","session":{"type":"realtime","tools":[{"type":"mcp","server_label":"o","server_url":"http://h/mcp","authorization":"t","headers":{"X":"y"},"allowed_tools":{"tool_names":["a"]},"require_approval":{"always":{"tool_names":["a"]},"never":{"tool_names":["b"]}}}]}}`,
+	`{"type":"conversation.item.create","previous_item_id":"r","item":{"type":"mcp_approval_response","approval_request_id":"r","approve":false,"reason":"no"}}`,
 	`{"type":5}`, `[]`, `null`, `{"type":"session.update","session":{"audio":{"input":null}}}`, `{`,
 }
 

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Bounds on what one client event may carry that the session keeps (an id it stores, a name it
 // matches, the instructions and tools it hands to every reply). The socket's read limit bounds an
@@ -80,6 +83,15 @@ func toolsBytes(tools []Tool) int {
 	n := 0
 	for _, t := range tools {
 		n += len(t.Type) + len(t.Name) + len(t.Description) + len(t.Parameters)
+		if m := t.MCP; m != nil {
+			n += len(m.Label) + len(m.URL) + len(m.Description) + len(m.Authorization)
+			for k, v := range m.Headers {
+				n += len(k) + len(v)
+			}
+			for _, s := range slices.Concat(m.AllowedTools, m.Approval.Always, m.Approval.Never) {
+				n += len(s)
+			}
+		}
 	}
 	return n
 }

@@ -108,15 +108,6 @@ func parseBool(raw json.RawMessage, param, id string) (bool, *Error) {
 	return b, nil
 }
 
-// Refusal of an MCP tool: voiced does not connect to MCP servers (yet); refusing it by name
-// beats a tool the agent silently never has.
-const CodeMCPUnsupported = "mcp_tools_unsupported"
-
-func errMCPTool(param, id string) *Error {
-	return invalidRequest(CodeMCPUnsupported, param, id,
-		"Invalid '%s': tools of type 'mcp' are not supported by this server; declare the MCP server's tools as function tools and run them in the client.", param)
-}
-
 // checkImagePart validates an input_image: a base64 data URI of a PNG or JPEG, as OpenAI's
 // realtime API takes it (never a URL: the mind's server would fetch what a client names, inside the
 // operator's network), and its detail.

@@ -273,6 +273,7 @@ type InputAudioTranscriptionDelta struct {
 	ItemID       string
 	ContentIndex int
 	Delta        string
+	Logprobs     []Logprob // nil: null (the session's include[] does not name IncludeLogprobs)
 }
 
 func (ev InputAudioTranscriptionDelta) body(Dialect) any {
@@ -281,7 +282,7 @@ func (ev InputAudioTranscriptionDelta) body(Dialect) any {
 		ContentIndex int    `json:"content_index"`
 		Delta        string `json:"delta"`
 		Logprobs     any    `json:"logprobs"`
-	}{ev.ItemID, ev.ContentIndex, ev.Delta, nil}
+	}{ev.ItemID, ev.ContentIndex, ev.Delta, logprobsWire(ev.Logprobs)}
 }
 
 // InputAudioTranscriptionCompleted carries the user item's transcript.
@@ -298,6 +299,9 @@ type InputAudioTranscriptionCompleted struct {
 	Seconds          float64
 	InputAudioTokens int // estimates, 0 when unknown
 	OutputTextTokens int
+	// Logprobs: the transcript's tokens with the decoder's log-probabilities, when the session's
+	// include[] names IncludeLogprobs; nil: null.
+	Logprobs []Logprob
 }
 
 func (InputAudioTranscriptionCompleted) EventName(Dialect) string {
@@ -324,7 +328,7 @@ func (ev InputAudioTranscriptionCompleted) body(Dialect) any {
 		Type: "tokens", TotalTokens: ev.InputAudioTokens + ev.OutputTextTokens, InputTokens: ev.InputAudioTokens,
 		InputTokenDetails: outputDetailsJSON{AudioTokens: ev.InputAudioTokens}, OutputTokens: ev.OutputTextTokens,
 		Seconds: ev.Seconds,
-	}, nil}
+	}, logprobsWire(ev.Logprobs)}
 }
 
 // InputAudioTranscriptionFailed reports a failed transcription (not an

@@ -31,6 +31,8 @@ type Session struct {
 	// voiced's own (room.go): nil is the default (the transport's; cancel at every speech_started).
 	EchoCancellation *bool
 	Interruption     *Interruption
+	// Include is include[]: IncludeLogprobs fills the input transcription events' logprobs.
+	Include []string
 }
 
 // Defaults of a new session (docs §7).
@@ -91,6 +93,9 @@ func (s *Session) Apply(u *SessionUpdate) error {
 	}
 	if p.NoiseReduction.Present {
 		next.NoiseReduction = p.NoiseReduction.Value
+	}
+	if p.Include.Present {
+		next.Include = slices.Clone(p.Include.Value)
 	}
 	if p.Tools.Present {
 		next.Tools = slices.Clone(p.Tools.Value)
@@ -289,6 +294,7 @@ func (s *Session) wire(d Dialect) any {
 				ID: s.ID, Object: "realtime.transcription_session", ExpiresAt: s.ExpiresAt,
 				InputAudioFormat: s.InputFormat.String(), InputAudioTranscription: s.Transcription,
 				InputAudioNoiseReduction: noiseWire(s.NoiseReduction), TurnDetection: s.TurnDetection.wire(),
+				Include: includeWire(s.Include),
 			}
 		}
 		return betaSessionJSON{
@@ -298,7 +304,7 @@ func (s *Session) wire(d Dialect) any {
 			InputAudioTranscription: s.Transcription, InputAudioNoiseReduction: noiseWire(s.NoiseReduction),
 			TurnDetection: s.TurnDetection.wire(), Tools: toolsWire(s.Tools), ToolChoice: s.ToolChoice.wire(Beta),
 			Temperature: s.Temperature, MaxResponseOutputTokens: maxTokensWire(s.MaxOutputTokens), Speed: s.Speed,
-			Voiced: s.voicedWire(),
+			Include: includeWire(s.Include), Voiced: s.voicedWire(),
 		}
 	}
 	in := gaAudioInputJSON{
@@ -307,15 +313,15 @@ func (s *Session) wire(d Dialect) any {
 	}
 	if s.Type == SessionTranscription {
 		return gaTranscriptionSessionJSON{Type: SessionTranscription, Object: "realtime.transcription_session", ID: s.ID,
-			ExpiresAt: s.ExpiresAt, Audio: gaAudioJSON{Input: in}}
+			ExpiresAt: s.ExpiresAt, Audio: gaAudioJSON{Input: in}, Include: includeWire(s.Include)}
 	}
 	return gaSessionJSON{
 		Type: SessionRealtime, Object: "realtime.session", ID: s.ID, Model: s.Model,
 		OutputModalities: modalitiesWire(s.TextOnly, GA), Instructions: s.Instructions,
 		Tools: toolsWire(s.Tools), ToolChoice: s.ToolChoice.wire(GA), MaxOutputTokens: maxTokensWire(s.MaxOutputTokens),
 		Truncation: s.Truncation.wire(), ExpiresAt: s.ExpiresAt,
-		Audio:  gaAudioJSON{Input: in, Output: &gaAudioOutputJSON{Format: s.OutputFormat.wire(GA), Voice: s.Voice, Speed: s.Speed}},
-		Voiced: s.voicedWire(),
+		Audio:   gaAudioJSON{Input: in, Output: &gaAudioOutputJSON{Format: s.OutputFormat.wire(GA), Voice: s.Voice, Speed: s.Speed}},
+		Include: includeWire(s.Include), Voiced: s.voicedWire(),
 	}
 }
 

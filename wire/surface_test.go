@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
 	"testing"
 )
@@ -68,21 +67,6 @@ func TestRealClientsFullSessionUpdates(t *testing.T) {
 			}
 			tt.check(t, s)
 		})
-	}
-}
-
-// An MCP tool is refused by name (voiced runs no MCP client): never accepted and dropped.
-func TestMCPToolRefusedByName(t *testing.T) {
-	t.Parallel()
-	for _, raw := range []string{
-		`{"type":"session.update","session":{"type":"realtime","tools":[{"type":"function","name":"f"},{"type":"mcp","server_label":"x","server_url":"https://x/mcp"}]}}`,
-		`{"type":"response.create","response":{"tools":[{"type":"mcp","server_label":"x","server_url":"https://x/mcp"}]}}`,
-	} {
-		_, err := Decode([]byte(raw), GA)
-		var we *Error
-		if !errors.As(err, &we) || we.Code != CodeMCPUnsupported {
-			t.Fatalf("%s: got %v, want %s", raw, err, CodeMCPUnsupported)
-		}
 	}
 }
 

@@ -185,12 +185,14 @@ type Transcription struct {
 	Prompt   string `json:"prompt,omitempty"`
 }
 
-// Tool is a function the model may call.
+// Tool is a function the model may call, or (MCP set, Type "mcp") a remote MCP server whose tools
+// it may call (mcp.go).
 type Tool struct {
-	Type        string          `json:"type"` // "function"
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"` // JSON Schema, as sent
+	Type        string          // "function" or "mcp"
+	Name        string          // function
+	Description string          // function
+	Parameters  json.RawMessage // function: JSON Schema, as sent
+	MCP         *MCPServer      // mcp
 }
 
 // Tool choice modes.
@@ -306,10 +308,11 @@ type Item struct {
 	Role    Role       // message
 	Content []ContentPart
 
-	CallID    string // function_call, function_call_output
-	Name      string // function_call
-	Arguments string // function_call: JSON text
-	Output    string // function_call_output
+	CallID    string   // function_call, function_call_output
+	Name      string   // function_call
+	Arguments string   // function_call: JSON text
+	Output    string   // function_call_output
+	MCP       *MCPItem // the MCP item types (mcp.go): mcp_call also uses Name and Arguments
 }
 
 type contentJSON struct {
@@ -399,6 +402,9 @@ type functionOutputJSON struct {
 }
 
 func (it Item) wire(d Dialect, withAudio bool) any {
+	if w, ok := it.mcpWire(); ok {
+		return w
+	}
 	switch it.Type {
 	case ItemFunctionCall:
 		return functionCallJSON{it.ID, "realtime.item", it.Type, it.Status, it.CallID, it.Name, it.Arguments}

@@ -121,3 +121,22 @@ func encodeForBench(b *testing.B, in []int16, ext string, args ...string) []byte
 	}
 	return out
 }
+
+// BenchmarkLiveDecode: 10 s of Opus in WebM and Ogg as MediaRecorder streams it (piped: unknown
+// sizes), fed to a LiveDecoder in 4000-byte chunks (≈ 0.5 s at 64 kbit/s), to 16 kHz.
+// ms/audio-s is wall time per second of audio: demuxing, libopus, the 48→16 kHz resampler.
+func BenchmarkLiveDecode(b *testing.B) {
+	needFFmpeg(b)
+	in := tenSeconds()
+	for _, format := range LiveFormats {
+		b.Run(format, func(b *testing.B) {
+			data := ffmpegPiped(b, in, format, "-c:a", "libopus", "-b:a", "64k")
+			for b.Loop() {
+				if _, err := liveDecode(b, format, data, 4000); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N)/10, "ms/audio-s")
+		})
+	}
+}

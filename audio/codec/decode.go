@@ -40,7 +40,7 @@ func Open(ra io.ReaderAt, size int64, kind string, maxSeconds int) (Stream, erro
 			return nil, err
 		}
 		if mp3Version25(r) { // 8, 11.025, 12 kHz: go-mp3 does not read MPEG 2.5
-			return openFFmpeg(ra, size, maxSeconds)
+			return openFFmpeg(ra, size, maxSeconds, kind)
 		}
 		return openMP3(r, size)
 	case KindOggOpus:
@@ -49,7 +49,7 @@ func Open(ra io.ReaderAt, size int64, kind string, maxSeconds int) (Stream, erro
 		// FLAC too: mewkiz/flac's decoder logs a line per frame of a 24 kHz (or 176.4 kHz) file
 		// through the process-wide log package (frame.go), which a client could use to flood the
 		// server's log; its encoder, which voiced serves FLAC with, does not.
-		return openFFmpeg(ra, size, maxSeconds)
+		return openFFmpeg(ra, size, maxSeconds, kind)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupported, kind)
 }
@@ -68,7 +68,17 @@ type mp3Stream struct {
 	skip int // samples still to drop from the start
 }
 
-func openMP3(r *io.SectionReader, size int64) (Stream, error) {
+// mp3Panic turns a panic in go-mp3 into ErrBroken: v0.3.4 indexes past its tables on some
+// malformed frames that pass mp3Check (maindata.getScaleFactorsMpeg2, found by
+// FuzzDecodeInProcess: testdata/fuzz).
+func mp3Panic(err *error) {
+	if p := recover(); p != nil {
+		*err = broken("mp3", fmt.Errorf("the decoder failed on a malformed frame: %v", p))
+	}
+}
+
+func openMP3(r *io.SectionReader, size int64) (_ Stream, err error) {
+	defer mp3Panic(&err)
 	d, err := mp3.NewDecoder(io.NewSectionReader(r, 0, size))
 	if err != nil {
 		return nil, broken("mp3", err)
@@ -78,7 +88,8 @@ func openMP3(r *io.SectionReader, size int64) (Stream, error) {
 
 func (s *mp3Stream) Rate() int { return s.d.SampleRate() }
 
-func (s *mp3Stream) Next(max int) ([]float32, error) {
+func (s *mp3Stream) Next(max int) (_ []float32, err error) {
+	defer mp3Panic(&err)
 	for s.skip > 0 {
 		n := min(s.skip, 4096)
 		got, err := io.ReadFull(s.d, make([]byte, 4*n))

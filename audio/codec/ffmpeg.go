@@ -244,7 +244,14 @@ type ffmpegStream struct {
 	ended  bool
 }
 
-func openFFmpeg(ra io.ReaderAt, size int64, maxSeconds int) (Stream, error) {
+// adtsPriming is the AAC-LC priming dropped from an ADTS stream, which cannot state its own (MP4
+// does, in its edit list, and ffmpeg applies it): one frame, 1024 samples at the stream's rate,
+// the MDCT's overlap that every AAC-LC encoder puts first. It is FFmpeg's own encoder's whole
+// priming; Apple's encoder primes 2112, so its ADTS still reads 1088 samples (23 ms at 48 kHz)
+// late, where it was 44 ms.
+const adtsPriming = 1024
+
+func openFFmpeg(ra io.ReaderAt, size int64, maxSeconds int, kind string) (Stream, error) {
 	if !HaveFFmpeg() {
 		return nil, ErrNoFFmpeg
 	}
@@ -272,8 +279,13 @@ func openFFmpeg(ra io.ReaderAt, size int64, maxSeconds int) (Stream, error) {
 	s.cancel = cancel
 	// -xerror: a decoding error (a truncated FLAC's last frame) fails the run instead of being
 	// skipped. -t: ask for one second past the bound, so the caller sees the file is over it.
-	cmd, err := ffmpegCommand(ctx, ffmpegDecodeCPU, "-xerror", "-i", "file:"+path, "-map", "0:a:0", "-vn", "-sn", "-dn",
-		"-t", strconv.Itoa(maxSeconds+1), "-ac", "1", "-ar", strconv.Itoa(ffmpegDecodeRate), "-f", "s16le", "pipe:1")
+	args := []string{"-xerror", "-i", "file:" + path, "-map", "0:a:0", "-vn", "-sn", "-dn"}
+	if kind == KindADTS {
+		// atrim counts samples at the decoder's rate: the resampling to 16 kHz comes after it.
+		args = append(args, "-af", "atrim=start_sample="+strconv.Itoa(adtsPriming))
+	}
+	args = append(args, "-t", strconv.Itoa(maxSeconds+1), "-ac", "1", "-ar", strconv.Itoa(ffmpegDecodeRate), "-f", "s16le", "pipe:1")
+	cmd, err := ffmpegCommand(ctx, ffmpegDecodeCPU, args...)
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -24,6 +24,16 @@ type mp3Encoder struct {
 // ErrLAME wraps a failure LAME reported.
 var ErrLAME = errors.New("codec: LAME failed")
 
+// The samples a decoder reads from voiced's streamed mp3 beyond the input (at 24 kHz, MPEG-2
+// layer III, 576-sample frames): LAME's encoder delay (576) and the decoder's own (529) before
+// the audio, and under one frame of padding after it. No LAME/Xing tag says so: the first frame
+// goes out before the length is known, and FFmpeg trims the end only when the tag states the
+// frame count (TestMP3StreamedLength).
+const (
+	MP3StreamExtraMin = 576 + mp3DecoderDelay
+	MP3StreamExtraMax = MP3StreamExtraMin + 576
+)
+
 // mp3Bitrate is the constant bitrate of the mp3 voiced serves (kbit/s): speech at 24 kHz mono.
 const mp3Bitrate = 64
 

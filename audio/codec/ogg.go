@@ -79,10 +79,16 @@ func (o *oggPackets) page() error {
 	if _, err := io.ReadFull(o.r, body); err != nil {
 		return unexpected(err)
 	}
+	return o.accept(h[:], lacing, body)
+}
+
+// accept checks one whole page (header, lacing table, body) and collects its packets: what
+// page reads from a stream and oggPush is handed a chunk at a time.
+func (o *oggPackets) accept(h, lacing, body []byte) error {
 	want := binary.LittleEndian.Uint32(h[22:])
 	clear(h[22:26])
 	crc := uint32(0)
-	for _, part := range [][]byte{h[:], lacing, body} {
+	for _, part := range [][]byte{h, lacing, body} {
 		for _, b := range part {
 			crc = crc<<8 ^ oggCRC[byte(crc>>24)^b]
 		}

@@ -33,8 +33,11 @@ type converseBench struct {
 	reportedSpokeUs atomic.Int64
 	// debugURL is the server's profiling listener (-debug-url): the ramp's busiest level is
 	// profiled there and split by stage. Nil: no profile.
-	debugURL   *url.URL
-	profileOut string // where that profile is kept ("": not kept)
+	debugURL *url.URL
+	// rampThrough keeps the ramp raising concurrency to its maximum after the p95 doubled (every
+	// level measured, the busiest profiled).
+	rampThrough bool
+	profileOut  string // where that profile is kept ("": not kept)
 }
 
 func runConverse(ctx context.Context, args []string) error {
@@ -48,6 +51,7 @@ func runConverse(ctx context.Context, args []string) error {
 	gap := fs.Duration("gap", 300*time.Millisecond, "silence streamed after response.done before the next turn")
 	rampMax := fs.Int("ramp-max", 4, "conversations per core: raise concurrency 1, 2, 4 … up to this (0: skip)")
 	rampTurns := fs.Int("ramp-turns", 3, "turns per conversation at each concurrency level")
+	rampThrough := fs.Bool("ramp-through", false, "keep raising concurrency to -ramp-max after the answer p95 doubled (every level measured; the busiest profiled)")
 	idle := fs.Int("idle", 16, "memory per idle conversation: open this many (0: skip)")
 	pid := fs.Int("pid", 0, "read the server's VmRSS from /proc/PID/status (default: /v1/speech/health processResidentBytes)")
 	debugURL := fs.String("debug-url", "", "the server's --debug-addr listener (http://127.0.0.1:6060, loopback only): profile the ramp's busiest level and report the server's CPU by stage")
@@ -157,6 +161,7 @@ func runConverse(ctx context.Context, args []string) error {
 	}
 
 	// 3. Conversations per core.
+	b.rampThrough = *rampThrough
 	if *rampMax > 0 && ctx.Err() == nil {
 		b.ramp(ctx, r, *rampMax, *rampTurns, baseP95(r))
 	}

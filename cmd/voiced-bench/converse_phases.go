@@ -145,6 +145,7 @@ func baseP95(r *Report) float64 {
 // against base (the single-conversation p95; the first level's when base < 0).
 func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int, base float64) {
 	best := 0
+	doubled := false
 	var lastWall time.Duration
 	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
 		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
@@ -205,8 +206,17 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 			base = sum.P95
 		}
 		if sum.P95 >= 2*base {
-			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 doubled at %d concurrent (%.0f ms vs %.0f ms alone, the latency phase's p95)", conc, sum.P95, base))
-			break
+			if !doubled {
+				r.Notes = append(r.Notes, fmt.Sprintf("answer p95 doubled at %d concurrent (%.0f ms vs %.0f ms alone, the latency phase's p95)", conc, sum.P95, base))
+			}
+			doubled = true
+			if !b.rampThrough {
+				break
+			}
+			continue
+		}
+		if doubled {
+			continue // -ramp-through: measured past the first doubling; the capacity stays the level before it
 		}
 		best = conc
 		if conc*2 > maxConc {

@@ -30,6 +30,8 @@ type conversationConfig struct {
 	conversationBytes, mindContextTokens                    int
 	maxConversations, maxPerTenant, maxTicketsPerPrincipal  int
 	speculate                                               bool
+	mindTokenLimit                                          string
+	mcp                                                     mcpFlags
 	echoCancel                                              bool
 }
 
@@ -59,6 +61,8 @@ func (c *conversationConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.echoCancel, "echo-cancellation", true, "cancel the reply audio the server sent from the microphone of sessions that do not say (voiced.echo_cancellation): on for WebSocket sessions, off for WebRTC calls (the browser cancels its own echo)")
 	fs.BoolVar(&c.speculate, "speculate", true, "semantic_vad: ask the mind on the partial transcript once it reads finished, before the turn ends, and use the answer when the final transcript matches (a mind that bills per call pays for the discarded ones; server_vad never speculates)")
 	fs.IntVar(&c.mindContextTokens, "mind-context-tokens", session.DefaultMindContextTokens, "the --mind-model's room for the conversation after its instructions and tools, in estimated tokens (4 bytes of text, 85/765 an image); a longer history is shown from a later turn (session.truncation), the client keeps every item")
+	c.mcp.flags(fs)
+	fs.StringVar(&c.mindTokenLimit, "mind-token-limit-field", "max_tokens", "the request field that carries a response's max_output_tokens to --mind-url: max_tokens, max_completion_tokens (OpenAI's reasoning models refuse max_tokens) or both")
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 }
 
@@ -102,7 +106,11 @@ func (c *conversationConfig) validate() error {
 // unmetered), its tickets in tickets (nil: in memory); at shutdown it waits for the
 // conversations still open.
 func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcore.Service, m *meter.Meter, tickets session.TicketStore) (*session.Server, error) {
-	mnd, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTimeout)
+	mnd, err := newMind(c.mindKind, c.mindURL, c.mindModel, c.mindKeyFile, c.mindTokenLimit, c.mindTimeout)
+	if err != nil {
+		return nil, err
+	}
+	mcpClient, err := c.mcp.client()
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +124,7 @@ func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcor
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EchoCancel: c.echoCancel, EventRate: c.eventRate, EventBurst: c.eventBurst,
 		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, MindContextTokens: c.mindContextTokens, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
-		Engines: bridge.Engines(svc, mnd, m),
+		Engines: bridge.Engines(svc, mnd, m), MCP: mcpClient,
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default
@@ -198,7 +206,7 @@ func splitList(s string) []string {
 	return out
 }
 
-func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind, error) {
+func newMind(kind, url, model, keyFile, tokenLimit string, timeout time.Duration) (mind.Mind, error) {
 	if kind == "echo" || (kind == "" && url == "") {
 		return mind.Echo{}, nil
 	}
@@ -210,5 +218,5 @@ func newMind(kind, url, model, keyFile string, timeout time.Duration) (mind.Mind
 		}
 		key = strings.TrimSpace(string(b))
 	}
-	return mind.NewOpenAI(mind.OpenAIConfig{URL: url, Model: model, Key: key, Timeout: timeout})
+	return mind.NewOpenAI(mind.OpenAIConfig{URL: url, Model: model, Key: key, Timeout: timeout, TokenLimit: mind.TokenLimitField(tokenLimit)})
 }

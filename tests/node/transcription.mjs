@@ -2,7 +2,8 @@
 // as realtime.mjs: (1) GA, a key from client.realtime.clientSecrets.create with session.type
 // "transcription", OpenAIRealtimeWS, then a session.update of the same type; (2) beta, a key from
 // client.beta.realtime.transcriptionSessions.create, the beta OpenAIRealtimeWS and a
-// transcription_session.update. Each streams speech.pcm (PCM16LE mono 24 kHz) and waits for the
+// transcription_session.update; (3) beta over ?intent=transcription (see below for how the package is
+// made to send it). Each streams speech.pcm (PCM16LE mono 24 kHz) and waits for the
 // turn's completed transcript; then sends response.create and expects its refusal by name.
 // Usage: VOICED_BASE_URL=https://host:port/v1 VOICED_JWT=<principal JWT> node transcription.mjs <speech.pcm>
 // Prints one JSON line per session: {dialect, created, updated, deltas, completed, transcripts,
@@ -44,6 +45,7 @@ async function run(dialect, rt, update) {
   const refusal = await waitFor((e) => e.type === 'error' && e.error?.event_id === 'ev_no_answer');
   await new Promise((r) => setTimeout(r, 300));
   rt.close();
+  const done = seen.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
   console.log(JSON.stringify({
     dialect, created: created.type, createdSession: created.session, updated: updated.type,
     deltas: seen.filter((e) => e.type === 'conversation.item.input_audio_transcription.delta').map((e) => e.delta),
@@ -51,6 +53,8 @@ async function run(dialect, rt, update) {
     transcripts: seen.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed').map((e) => e.transcript),
     responses: seen.filter((e) => e.type.startsWith('response.')).map((e) => e.type),
     refusal: refusal.error.code, errors: errors.length,
+    logprobs: done.some((e) => e.logprobs) ? done.flatMap((e) => e.logprobs ?? []) : null,
+    deltaLogprobs: seen.filter((e) => e.type === 'conversation.item.input_audio_transcription.delta').map((e) => e.logprobs ?? null),
   }));
 }
 
@@ -76,5 +80,15 @@ if (!beta.client_secret?.value?.startsWith('ek_')) throw new Error(`transcriptio
 await run('beta', new BetaRealtimeWS({ model: 'gpt-4o-transcribe' }, new OpenAI({ baseURL, apiKey: beta.client_secret.value, maxRetries: 0 })), {
   type: 'transcription_session.update', session: { input_audio_transcription: { model: 'whisper-1', prompt: 'captions' },
     turn_detection: { type: 'server_vad', silence_duration_ms: 500 } },
+});
+
+// Beta, ?intent=transcription with the principal's own JWT: the package builds the socket's URL as
+// baseURL + "/realtime" and then sets ?model=, with no option for other query parameters, so the
+// intent rides in baseURL itself: ".../v1/realtime?intent=transcription&_=" gives the path
+// /v1/realtime and the query intent=transcription&_=/realtime&model=… (voiced ignores "_").
+const intentBase = `${baseURL}/realtime?intent=transcription&_=`;
+await run('intent', new BetaRealtimeWS({ model: 'gpt-4o-transcribe' }, new OpenAI({ baseURL: intentBase, apiKey: process.env.VOICED_JWT, maxRetries: 0 })), {
+  type: 'transcription_session.update', session: { input_audio_transcription: { model: 'whisper-1', language: 'en' },
+    turn_detection: { type: 'server_vad', silence_duration_ms: 500 }, include: ['item.input_audio_transcription.logprobs'] },
 });
 clearTimeout(timer);
