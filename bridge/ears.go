@@ -61,6 +61,7 @@ func (e Ears) TranscribeAs(ctx context.Context, pcm []float32, h session.Hearing
 		return "", languageError(err)
 	}
 	e.observe(r)
+	detected(h, r)
 	return r.Text, nil
 }
 
@@ -78,6 +79,7 @@ func (e Ears) TranscribeLogprobs(ctx context.Context, pcm []float32, h session.H
 		return "", nil, languageError(err)
 	}
 	e.observe(r)
+	detected(h, r)
 	lps := make([]wire.Logprob, len(r.Logprobs))
 	for i, lp := range r.Logprobs {
 		lps[i] = wire.Logprob{Token: lp.Token, Bytes: lp.Bytes, Logprob: lp.Logprob}
@@ -94,6 +96,13 @@ func hearingRequest(h session.Hearing) whisper.Request {
 	return req
 }
 
+// detected tells the conversation the language a final was detected in (Hearing.Detected).
+func detected(h session.Hearing, r whisper.Result) {
+	if h.Detected != nil && r.Detected {
+		h.Detected(r.Language)
+	}
+}
+
 // NumMels is Whisper's mel bands (80 before it is loaded: the conversation asks only once warm).
 func (e Ears) NumMels() int {
 	if w := e.whisper(); w != nil {
@@ -102,7 +111,8 @@ func (e Ears) NumMels() int {
 	return 80
 }
 
-// TranscribeMel decodes a partial from the features the conversation keeps (session.MelEars).
+// TranscribeMel decodes a window from the features the conversation keeps (session.MelEars): a
+// partial, or a final whose turn the partials streamed.
 func (e Ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearing) (string, error) {
 	w := e.whisper()
 	if w == nil {
@@ -113,6 +123,7 @@ func (e Ears) TranscribeMel(ctx context.Context, mel []float32, h session.Hearin
 		return "", languageError(err)
 	}
 	e.observe(r)
+	detected(h, r)
 	return r.Text, nil
 }
 

@@ -45,6 +45,9 @@ type Hearing struct {
 	// Language is the session's transcription language: "" for the server's default, "auto" to
 	// detect (finals only), or an ISO-639-1 code.
 	Language string
+	// Detected, when set, is called by Ears that detect with the language a final was detected
+	// in (not called when the language was told).
+	Detected func(language string)
 }
 
 // Voice speaks text: emit is called with each piece's audio (24 kHz mono PCM16) as soon as it

@@ -229,7 +229,7 @@ func (c *conversation) heard(pcm []float32) bool {
 	held := c.in.pending != nil // speech judged: partials for its words, none streamed yet
 	if stream := c.in.sess.Transcription != nil && !held; c.in.speechItem != "" && (stream || held || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
 		from := max(0, int(c.in.input.speechStart-c.in.input.start))
-		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.get(), send: c.send,
+		c.in.partials.maybeDecode(decodeOn{ctx: c.ctx, ears: c.engines.Ears, work: &c.work, convID: c.convID, language: c.lang.partial(), send: c.send,
 			logprobs: stream && c.in.sess.Includes(wire.IncludeLogprobs)}, c.in.input.pcm[from:], c.in.input.start+int64(from), c.in.speechItem, stream)
 	}
 	if c.in.detector != nil && c.in.speechItem != "" && c.in.input.bufferedMs() >= maxInputAudio {
@@ -427,19 +427,24 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 		return
 	}
 	asked := time.Now()
-	var text string
+	var text, language string
 	var err error
 	reused := false
+	// A final detects when the session leaves the language open: the language found is this
+	// item's (reported in its completed event) and the session's last (partials, the mind).
+	h := Hearing{Conversation: c.convID, Language: c.lang.get(), Detected: func(code string) {
+		language = code
+		c.lang.heard(code)
+	}}
 	var lps []wire.Logprob
-	lpEars, withLogprobs := c.engines.Ears.(LogprobEars)
-	if withLogprobs = withLogprobs && logprobs; withLogprobs {
-		text, lps, err = c.hearLogprobs(c.ctx, lpEars, pcm)
+	if lpEars, ok := c.engines.Ears.(LogprobEars); ok && logprobs {
+		text, lps, err = c.hearLogprobs(c.ctx, lpEars, pcm, h)
 		reused = true
 	} else if span.start >= 0 {
-		text, reused, err = c.in.partials.mel.final(c.ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.get()}, span.gen, span.start, pcm)
+		text, reused, err = c.in.partials.mel.final(c.ctx, c.engines.Ears, h, span.gen, span.start, pcm)
 	}
 	if !reused {
-		text, err = c.hearUtterance(c.ctx, pcm)
+		text, err = c.hearUtterance(c.ctx, pcm, h)
 	}
 	if err == nil {
 		c.srv.metrics.finalDecode.Observe(time.Since(asked).Seconds())
@@ -456,14 +461,8 @@ func (c *conversation) transcribe(e *entry, pcm []float32, span turnSpan, report
 	c.hist.edit(e, func(it *wire.Item) { it.Content[0].Transcript = &text })
 	if report {
 		c.send(wire.InputAudioTranscriptionCompleted{ItemID: e.item.ID, ContentIndex: 0, Transcript: text,
-			Seconds: float64(len(pcm)) / hearRate, Logprobs: lps})
+			Seconds: float64(len(pcm)) / hearRate, Logprobs: lps, Language: language})
 	}
-}
-
-// hearAs asks Ears for one window: as this conversation's final or partial when the Ears is
-// shared (SharedEars), so the decoder serves conversations fairly.
-func (c *conversation) hearAs(ctx context.Context, pcm []float32, partial bool) (string, error) {
-	return hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Partial: partial, Language: c.lang.get()}, pcm)
 }
 
 // hearWith asks ears for one window, as h when ears are shared.
@@ -477,13 +476,13 @@ func hearWith(ctx context.Context, ears Ears, h Hearing, pcm []float32) (string,
 // earsWindow is the most audio Ears hears at once (Whisper's 30 s window).
 const earsWindow = 30 * hearRate
 
-// hearUtterance transcribes a committed utterance: one longer than earsWindow is heard window by
-// window and the texts joined.
-func (c *conversation) hearUtterance(ctx context.Context, pcm []float32) (string, error) {
+// hearUtterance transcribes a committed utterance as the final h: one longer than earsWindow is
+// heard window by window and the texts joined.
+func (c *conversation) hearUtterance(ctx context.Context, pcm []float32, h Hearing) (string, error) {
 	var parts []string
 	for len(pcm) > 0 {
 		n := min(len(pcm), earsWindow)
-		text, err := c.hearAs(ctx, pcm[:n], false)
+		text, err := hearWith(ctx, c.engines.Ears, h, pcm[:n])
 		if err != nil {
 			return strings.Join(parts, " "), err
 		}

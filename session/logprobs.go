@@ -16,12 +16,12 @@ type LogprobEars interface {
 
 // hearLogprobs transcribes a committed utterance window by window as hearUtterance does, with
 // each window's tokens and their log-probabilities (in order; never nil on success).
-func (c *conversation) hearLogprobs(ctx context.Context, ears LogprobEars, pcm []float32) (string, []wire.Logprob, error) {
+func (c *conversation) hearLogprobs(ctx context.Context, ears LogprobEars, pcm []float32, h Hearing) (string, []wire.Logprob, error) {
 	var parts []string
 	lps := []wire.Logprob{}
 	for len(pcm) > 0 {
 		n := min(len(pcm), earsWindow)
-		text, got, err := ears.TranscribeLogprobs(ctx, pcm[:n], Hearing{Conversation: c.convID, Language: c.lang.get()})
+		text, got, err := ears.TranscribeLogprobs(ctx, pcm[:n], h)
 		if err != nil {
 			return strings.Join(parts, " "), nil, err
 		}

@@ -191,10 +191,11 @@ type replyParts struct {
 	turns   *handoff
 	voice   Voice
 	mind    mind.Mind
-	mcp     *mcpState  // the session's MCP servers
-	player  Player     // the transport's (nil: audio in delta events)
-	room    *room      // the echo canceller: the audio sent is its reference
-	pause   *pauseGate // holds the audio while speech is judged (interrupt.go)
+	mcp     *mcpState        // the session's MCP servers
+	player  Player           // the transport's (nil: audio in delta events)
+	room    *room            // the echo canceller: the audio sent is its reference
+	lang    *hearingLanguage // the language the user was last heard in, for the mind
+	pause   *pauseGate       // holds the audio while speech is judged (interrupt.go)
 	// idleTimeout restarts the idle timer at the reply's end; now is the server's clock.
 	idleTimeout time.Duration
 	now         func() time.Time
@@ -208,7 +209,7 @@ type replyParts struct {
 func (c *conversation) replyParts() *replyParts {
 	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
 		hist: &c.hist, window: &c.window, budget: c.srv.cfg.MindContextTokens, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
-		voice: c.engines.Voice, mind: c.engines.Mind, mcp: &c.mcp, player: c.media.Player, room: &c.room, pause: &c.pause,
+		voice: c.engines.Voice, mind: c.engines.Mind, mcp: &c.mcp, player: c.media.Player, room: &c.room, lang: &c.lang, pause: &c.pause,
 		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
 }
 
@@ -255,7 +256,7 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 		if input != nil || r.outOfBand {
 			win = nil // a response beside the conversation does not move its window
 		}
-		req := mindRequest(cfg, win.view(p.hist.snapshot(input), cfg.Truncation, p.budget))
+		req := mindRequest(cfg, p.lang.lastDetected(), win.view(p.hist.snapshot(input), cfg.Truncation, p.budget))
 		req.Tools = append(req.Tools, mcpTools...)
 		m := p.mind
 		if r.spec.adopt(req) {
@@ -270,8 +271,9 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 }
 
 // mindRequest is what a reply configured so asks the mind about items.
-func mindRequest(cfg wire.Session, items []wire.Item) mind.Request {
-	req := mind.Request{Instructions: mindInstructions(cfg), History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice),
+// heard is the language the user's last turn was detected in (hearingLanguage.lastDetected).
+func mindRequest(cfg wire.Session, heard string, items []wire.Item) mind.Request {
+	req := mind.Request{Instructions: mindInstructions(cfg, heard), History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice),
 		Temperature: cfg.Temperature, MaxOutputTokens: cfg.MaxOutputTokens, ParallelToolCalls: &cfg.ParallelToolCalls}
 	for _, t := range cfg.Tools {
 		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})

@@ -23,6 +23,7 @@ var (
 func (s *Doors) hearingRoutes() {
 	s.Handle("GET /v1/transcribe", NewTranscribeDoor(s))
 	s.Handle("POST /v1/audio/transcriptions", NewTranscriptionsDoor(s))
+	s.Handle("POST /v1/audio/translations", NewTranslationsDoor(s))
 	s.transcripts = NewTranscriptDoor(s)
 	s.Handle("POST /v1/audio/transcript", http.HandlerFunc(s.transcripts.Open))
 	s.Handle("POST /v1/audio/transcript/{id}", http.HandlerFunc(s.transcripts.Push))

@@ -113,6 +113,7 @@ func newHearingServer(t testing.TB, cfg Config) *hearingServer {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/transcribe", h.transcribe)
 	mux.Handle("POST /v1/audio/transcriptions", NewTranscriptionsDoor(svc))
+	mux.Handle("POST /v1/audio/translations", NewTranslationsDoor(svc))
 	mux.HandleFunc("POST /v1/audio/transcript", h.transcripts.Open)
 	mux.HandleFunc("POST /v1/audio/transcript/{id}", h.transcripts.Push)
 	mux.HandleFunc("DELETE /v1/audio/transcript/{id}", h.transcripts.Close)

@@ -21,6 +21,8 @@ var (
 		"timestamp_granularities word is not served: the mounted Whisper export gives segment timestamps only (word times need its cross-attention weights, which the export does not output); ask for segment")
 	ErrTimestampGranularity = door.NewRefusal(http.StatusBadRequest, "invalid_timestamp_granularity",
 		"timestamp_granularities[] takes segment (word is not served)")
+	ErrTranslateNotServed = door.NewRefusal(http.StatusBadRequest, "translation_not_served",
+		"the mounted Whisper model cannot translate: an English-only checkpoint has no <|translate|> task")
 	ErrBadBool = door.NewRefusal(http.StatusBadRequest, "invalid_parameter",
 		"a boolean parameter takes true or false")
 )
@@ -41,12 +43,21 @@ type hearingOptions struct {
 	language   string // checked: a served code or whisper.LanguageAuto
 	timestamps bool   // finals carry segments
 	logprobs   bool   // finals carry each token's logprob
+	translate  bool   // Whisper's <|translate|> task (/v1/audio/translations)
+}
+
+// task is verbose_json's task.
+func task(translate bool) string {
+	if translate {
+		return "translate"
+	}
+	return "transcribe"
 }
 
 // request is the Whisper request for a final or a partial: "auto" detects on finals only, and a
 // partial is decoded in the language the last final found (known, when not "").
 func (h hearingOptions) request(final bool, known string) whisper.Request {
-	req := whisper.Request{Language: h.language, Kind: whisper.Final}
+	req := whisper.Request{Language: h.language, Kind: whisper.Final, Translate: h.translate}
 	if final {
 		req.Timestamps, req.Logprobs = h.timestamps, h.logprobs
 		return req

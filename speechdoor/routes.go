@@ -60,6 +60,7 @@ var SpeechRoutes = []string{
 	"GET /v1/synthesize",
 	"GET /v1/speak/stream",
 	"POST /v1/audio/transcriptions",
+	"POST /v1/audio/translations",
 	"POST /v1/audio/speech",
 	"POST /v1/audio/transcript",
 	"POST /v1/audio/transcript/{id}",

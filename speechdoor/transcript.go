@@ -1,7 +1,9 @@
 package speechdoor
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -54,6 +56,10 @@ const (
 	// budget this much at a time, as they arrive.
 	transcriptReadStep = 256 << 10
 )
+
+// ErrBadTranscriptBody refuses an open whose JSON body does not parse.
+var ErrBadTranscriptBody = door.NewRefusal(http.StatusBadRequest, "invalid_json",
+	"POST /v1/audio/transcript takes an optional JSON object {\"language\": \"es\"} or ?language=")
 
 // Refusals of /v1/audio/transcript, by name.
 var (
@@ -123,6 +129,9 @@ type transcriptAck struct {
 	ID       string  `json:"id,omitempty"`
 	Text     string  `json:"text"`
 	Duration float64 `json:"duration"`
+	// Language is the code the text was decoded in: the one the transcript was opened with, or
+	// with auto the language last detected ("" before the first decode).
+	Language string `json:"language,omitempty"`
 }
 
 // transcript is one open session. Its worker goroutine re-decodes the window; the door owns
@@ -140,6 +149,13 @@ type transcript struct {
 	observe func(whisper.Result)
 	// live decodes pushes of Ogg/WebM Opus (?format=, liveformat.go); nil for raw PCM.
 	live *codec.LiveDecoder
+	// language is the checked language it was opened with (a code, or whisper.LanguageAuto).
+	language string
+
+	// heard is the language the last decode was in (the detected one with auto): a refresh of
+	// the open window decodes in it once it is known, so auto detects on commits only (and
+	// once before the first, when nothing is known yet). Under mu.
+	heard string
 
 	mu         sync.Mutex
 	sq         *squelch.Squelch
@@ -195,6 +211,11 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 		door.WriteError(w, ErrTooManyTranscripts)
 		return
 	}
+	language, refusal := transcriptLanguage(r, engine)
+	if refusal != nil {
+		door.WriteError(w, refusal)
+		return
+	}
 	model, err := d.squelchModel()
 	if err != nil {
 		d.svc.log.Error("transcript: load squelch", "err", err)
@@ -219,7 +240,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	_, _, guard, cut := d.limits()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transcript{
-		id: d.newID(), engine: engine, observe: d.svc.speech.ObserveTranscription, cancel: cancel, sq: sq, guard: guard, cut: cut, live: live,
+		id: d.newID(), engine: engine, observe: d.svc.speech.ObserveTranscription, language: language, cancel: cancel, sq: sq, guard: guard, cut: cut, live: live,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		lastUsed: time.Now(),
 	}
@@ -241,7 +262,7 @@ func (d *TranscriptDoor) Open(w http.ResponseWriter, r *http.Request) {
 	d.sessions[t.id] = t
 	d.mu.Unlock()
 	go t.work(ctx, d.svc)
-	writeJSON(w, http.StatusCreated, map[string]string{"id": t.id})
+	writeJSON(w, http.StatusCreated, map[string]string{"id": t.id, "language": language})
 }
 
 // Push answers POST /v1/audio/transcript/{id}.
@@ -327,7 +348,7 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 		t.pauses = append(t.pauses, len(t.window))
 		t.inSpeech = false
 	}
-	text := t.textLocked()
+	text, lang := t.textLocked(), t.heardLocked()
 	changed := len(admitted) > 0 || len(t.pauses) > 0
 	t.mu.Unlock()
 	if changed {
@@ -335,7 +356,7 @@ func (d *TranscriptDoor) Push(w http.ResponseWriter, r *http.Request) {
 	}
 	heard := squelch.Seconds(len(admitted))
 	d.svc.tab(r).heard(heard) // exactly what the ack reports as duration
-	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: heard})
+	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: heard, Language: lang})
 }
 
 // errPushTooLarge refuses a push body over FrameLimit, declared or read.
@@ -431,7 +452,10 @@ func (d *TranscriptDoor) Close(w http.ResponseWriter, r *http.Request) {
 		door.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: 0})
+	t.mu.Lock()
+	lang := t.heardLocked()
+	t.mu.Unlock()
+	writeJSON(w, http.StatusOK, transcriptAck{Text: text, Duration: 0, Language: lang})
 }
 
 // Shutdown ends every open transcript without decoding further and releases the squelch model.
@@ -638,7 +662,12 @@ func (t *transcript) catchUp(ctx context.Context, flush bool) error {
 		}
 		text := ""
 		if len(pcm) > 0 {
-			res, err := t.engine.TranscribeAs(ctx, pcm, whisper.Request{})
+			t.mu.Lock()
+			known := t.heard
+			t.mu.Unlock()
+			// A commit is a final (auto detects); a refresh of the open window reuses what was
+			// last detected (hearingOptions.request).
+			res, err := t.engine.TranscribeAs(ctx, pcm, hearingOptions{language: t.language}.request(commitAt > 0, known))
 			if err != nil {
 				return err
 			}
@@ -646,6 +675,9 @@ func (t *transcript) catchUp(ctx context.Context, flush bool) error {
 				t.observe(res)
 			}
 			text = strings.TrimSpace(res.Text)
+			t.mu.Lock()
+			t.heard = res.Language
+			t.mu.Unlock()
 		}
 		t.mu.Lock()
 		if commitAt > 0 {
@@ -666,6 +698,38 @@ func (t *transcript) catchUp(ctx context.Context, flush bool) error {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// heardLocked is the language the text is in: the one told, or the last detected with auto.
+func (t *transcript) heardLocked() string {
+	if t.language != whisper.LanguageAuto {
+		return t.language
+	}
+	return t.heard
+}
+
+// transcriptLanguage reads the language POST /v1/audio/transcript is opened with: ?language= or
+// a JSON body's "language" (the query wins), checked against the mounted model ("" = the
+// server's default, auto = detected on each commit).
+func transcriptLanguage(r *http.Request, engine languageChecker) (string, *door.Refusal) {
+	lang := r.URL.Query().Get("language")
+	if lang == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		var body struct {
+			Language string `json:"language"`
+		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, 4<<10))
+		if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+			if err := json.Unmarshal(raw, &body); err != nil {
+				return "", door.Refuse(ErrBadTranscriptBody, "the body must be a JSON object such as {\"language\":\"es\"} (at most 4 KiB): "+err.Error())
+			}
+		}
+		lang = body.Language
+	}
+	code, err := engine.CheckLanguage(lang)
+	if err != nil {
+		return "", languageRefusal(err)
+	}
+	return code, nil
 }
 
 // nextLocked picks the next decode: (commitAt > 0, window[:commitAt]) commits, (0, window)

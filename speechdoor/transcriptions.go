@@ -15,6 +15,7 @@ import (
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/door"
 	"github.com/voiced/voiced/speechcore"
+	"github.com/voiced/voiced/speechcore/whisper"
 )
 
 // MaxUploadBytes bounds a POST /v1/audio/transcriptions body (OpenAI's own limit is 25 MB).
@@ -49,10 +50,19 @@ var (
 // decoded in 30 s windows, joined with a space.
 type TranscriptionsDoor struct {
 	svc *Doors
+	// translate makes it POST /v1/audio/translations: Whisper's <|translate|> task, English
+	// text whatever the language spoken (detected unless the form names it).
+	translate bool
 }
 
 // NewTranscriptionsDoor returns the door reading its engine from svc.
 func NewTranscriptionsDoor(svc *Doors) *TranscriptionsDoor { return &TranscriptionsDoor{svc: svc} }
+
+// NewTranslationsDoor is POST /v1/audio/translations (OpenAI's route: file, model, prompt,
+// response_format, temperature): the same upload and outputs, decoded with <|translate|>.
+func NewTranslationsDoor(svc *Doors) *TranscriptionsDoor {
+	return &TranscriptionsDoor{svc: svc, translate: true}
+}
 
 type verboseSegment struct {
 	ID               int     `json:"id"`
@@ -103,11 +113,21 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, door.Refuse(ErrResponseFormat, fmt.Sprintf("response_format %q: use json, text, verbose_json, srt or vtt", clip(up.format))))
 		return
 	}
+	if d.translate {
+		if err := engine.CheckTranslate(); err != nil {
+			writeOpenAIError(w, door.Refuse(ErrTranslateNotServed, err.Error()))
+			return
+		}
+		if up.language == "" {
+			up.language = whisper.LanguageAuto // the spoken language is detected, as OpenAI's route does
+		}
+	}
 	hearing, refusal := up.hearing(engine)
 	if refusal != nil {
 		writeOpenAIError(w, refusal)
 		return
 	}
+	hearing.translate = d.translate
 	src, closeSrc, refusal := openAnyUpload(up)
 	if refusal != nil {
 		writeOpenAIError(w, refusal)
@@ -165,7 +185,7 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, subtitles(up.format, segments))
 	case "verbose_json":
 		writeJSON(w, http.StatusOK, verboseTranscription{
-			Task: "transcribe", Language: spokenLanguage(heardIn, hearing, engine), Duration: seconds(start), Text: text,
+			Task: task(d.translate), Language: spokenLanguage(heardIn, hearing, engine), Duration: seconds(start), Text: text,
 			Segments: orEmptySegments(segments), Logprobs: logprobsOrNil(hearing, logprobs),
 		})
 	default:

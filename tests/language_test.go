@@ -98,8 +98,9 @@ func TestLanguagesRoundTripHTTP(t *testing.T) {
 
 // TestSessionTranscriptionLanguage (issue 21): a realtime session's
 // input_audio_transcription.language (beta) / audio.input.transcription.language (GA) reaches
-// the decode: Spanish speech committed in a session told es is transcribed as Spanish; a
-// language the mount lacks fails the transcription by name.
+// the decode: Spanish speech committed in a session told es is transcribed as Spanish; with auto
+// it is detected as Spanish and the completed event names it; a language the mount lacks fails
+// the transcription by name.
 func TestSessionTranscriptionLanguage(t *testing.T) {
 	checkLeaks(t)
 	s := startRealtime(t, serverOpts{})
@@ -114,11 +115,11 @@ func TestSessionTranscriptionLanguage(t *testing.T) {
 	}
 	speech := audio.Float32ToInt16(pcm) // 24 kHz: the session's pcm16
 	for _, c := range []struct {
-		language, want, failure string
+		language, want, failure, detected string
 	}{
-		{"es", "ˈola, kˈomo estˈas?", ""},
-		{"auto", "ˈola, kˈomo estˈas?", ""},
-		{"fr", "", "language_not_served"},
+		{"es", "ˈola, kˈomo estˈas?", "", ""},
+		{"auto", "ˈola, kˈomo estˈas?", "", "es"},
+		{"fr", "", "language_not_served", ""},
 	} {
 		t.Run(c.language, func(t *testing.T) {
 			conn := s.dialRealtime(t, s.jwt("lang-"+randHex(4), ""), true)
@@ -140,6 +141,11 @@ func TestSessionTranscriptionLanguage(t *testing.T) {
 			evs := conn.until("conversation.item.input_audio_transcription.completed", nil)
 			if got := evs[len(evs)-1].str("transcript"); got != c.want {
 				t.Fatalf("transcript %q, want %q", got, c.want)
+			}
+			// auto: the decoder's language scores found Spanish, and the event says so (voiced's
+			// extra field); a told language is not reported again.
+			if got := evs[len(evs)-1].str("language"); got != c.detected {
+				t.Fatalf("completed event's language %q, want %q", got, c.detected)
 			}
 		})
 	}

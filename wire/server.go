@@ -302,6 +302,10 @@ type InputAudioTranscriptionCompleted struct {
 	// Logprobs: the transcript's tokens with the decoder's log-probabilities, when the session's
 	// include[] names IncludeLogprobs; nil: null.
 	Logprobs []Logprob
+	// Language is voiced's extra field (omitted when empty): the language the transcript was
+	// detected in when the session's language is auto (OpenAI's event has no field for it;
+	// clients ignore one they do not know).
+	Language string
 }
 
 func (InputAudioTranscriptionCompleted) EventName(Dialect) string {
@@ -324,11 +328,12 @@ func (ev InputAudioTranscriptionCompleted) body(Dialect) any {
 		Transcript   string                 `json:"transcript"`
 		Usage        transcriptionUsageJSON `json:"usage"`
 		Logprobs     any                    `json:"logprobs"`
+		Language     string                 `json:"language,omitempty"`
 	}{ev.ItemID, ev.ContentIndex, ev.Transcript, transcriptionUsageJSON{
 		Type: "tokens", TotalTokens: ev.InputAudioTokens + ev.OutputTextTokens, InputTokens: ev.InputAudioTokens,
 		InputTokenDetails: outputDetailsJSON{AudioTokens: ev.InputAudioTokens}, OutputTokens: ev.OutputTextTokens,
 		Seconds: ev.Seconds,
-	}, logprobsWire(ev.Logprobs)}
+	}, logprobsWire(ev.Logprobs), ev.Language}
 }
 
 // InputAudioTranscriptionFailed reports a failed transcription (not an

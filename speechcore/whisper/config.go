@@ -64,6 +64,7 @@ type decoding struct {
 	// (English-only: <|startoftranscript|> <|notimestamps|>). promptFor builds the others.
 	prompt                        []int
 	sot, transcribe, noTimestamps int
+	translate                     int // <|translate|>, -1 when the tokenizer has none
 	englishOnly                   bool
 	languages                     []string       // the language codes the tokenizer has, in Whisper's order
 	langID                        map[string]int // code -> its token id
@@ -128,6 +129,10 @@ func resolveDecoding(cfg modelConfig, gen generationConfig, tok *Tokenizer) (dec
 	transcribe, hasTask := tok.ID(TokenTranscribe)
 	englishOnly := gen.IsMultilingual != nil && !*gen.IsMultilingual
 	d.sot, d.transcribe, d.noTimestamps = sot, transcribe, noTS
+	d.translate = -1
+	if id, ok := tok.ID(TokenTranslate); ok && !englishOnly {
+		d.translate = id
+	}
 	if hasEn && hasTask && !englishOnly {
 		d.prompt = []int{sot, en, transcribe, noTS}
 		d.languages, d.langID = languageTokens(tok)
@@ -186,7 +191,7 @@ func inRange(ids []int, vocab int) []int {
 
 // promptFor is the prompt for a language (a served code; "" or any code on an English-only
 // checkpoint gives the English one) with or without timestamps.
-func (d decoding) promptFor(lang string, timestamps bool) []int {
+func (d decoding) promptFor(lang string, timestamps, translate bool) []int {
 	if d.englishOnly {
 		if timestamps {
 			return []int{d.sot}
@@ -197,8 +202,12 @@ func (d decoding) promptFor(lang string, timestamps bool) []int {
 	if !ok {
 		id = d.prompt[1]
 	}
-	if timestamps {
-		return []int{d.sot, id, d.transcribe}
+	task := d.transcribe
+	if translate && d.translate >= 0 {
+		task = d.translate
 	}
-	return []int{d.sot, id, d.transcribe, d.noTimestamps}
+	if timestamps {
+		return []int{d.sot, id, task}
+	}
+	return []int{d.sot, id, task, d.noTimestamps}
 }

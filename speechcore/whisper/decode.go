@@ -34,6 +34,7 @@ type decodeOpts struct {
 	detect     bool   // detect the language first (one decoder pass over <|startoftranscript|>)
 	timestamps bool
 	logprobs   bool  // compute each token's log-probability (Logprobs, Segment.AvgLogprob)
+	translate  bool  // the <|translate|> task
 	prompt     []int // built from language and timestamps after detection
 }
 

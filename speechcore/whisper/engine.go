@@ -214,14 +214,28 @@ func (e *Engine) resolve(req Request) (decodeOpts, error) {
 	if err != nil {
 		return decodeOpts{}, err
 	}
+	if req.Translate {
+		if err := e.CheckTranslate(); err != nil {
+			return decodeOpts{}, err
+		}
+	}
 	req.Language = lang
 	return e.decodeOpts(req), nil
+}
+
+// CheckTranslate refuses, with ErrTranslateNotServed, translation on a checkpoint without the
+// <|translate|> task: an English-only one (no language or task tokens).
+func (e *Engine) CheckTranslate() error {
+	if e.model.dec.englishOnly || e.model.dec.translate < 0 {
+		return fmt.Errorf("%w: %s is an English-only checkpoint (no <|translate|> task token); it transcribes English only", ErrTranslateNotServed, e.modelID)
+	}
+	return nil
 }
 
 // decodeOpts turns a checked request into the decode: "auto" detects on finals of a model that
 // can, and is the default language otherwise (partials, English-only checkpoints).
 func (e *Engine) decodeOpts(req Request) decodeOpts {
-	o := decodeOpts{language: req.Language, timestamps: req.Timestamps && e.model.dec.timestampBegin >= 0, logprobs: req.Logprobs}
+	o := decodeOpts{language: req.Language, timestamps: req.Timestamps && e.model.dec.timestampBegin >= 0, logprobs: req.Logprobs, translate: req.Translate}
 	if o.language == LanguageAuto {
 		o.language = e.language
 		if o.language == LanguageAuto {

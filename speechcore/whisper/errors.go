@@ -22,6 +22,9 @@ var (
 	// ErrLanguageNotServed: the model has no token for the language asked (an English-only
 	// checkpoint asked for another language; a fixture without it).
 	ErrLanguageNotServed = errors.New("language not served by the mounted whisper model")
+	// ErrTranslateNotServed: a translate request on a checkpoint with no <|translate|> task (an
+	// English-only one).
+	ErrTranslateNotServed = errors.New("translation not served by the mounted whisper model")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("whisper engine closed")
 )

@@ -333,7 +333,7 @@ func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeO
 		}
 		res.Language, res.Detected = lang, true
 	}
-	opts.prompt = m.dec.promptFor(res.Language, opts.timestamps)
+	opts.prompt = m.dec.promptFor(res.Language, opts.timestamps, opts.translate)
 	tokens, logprobs, steps, inModel, err := m.greedy(ctx, run, enc, opts)
 	res.InModel += inModel
 	res.Steps += steps

@@ -42,6 +42,10 @@ type Request struct {
 	Timestamps bool
 	// Logprobs computes each text token's log-probability (Result.Logprobs).
 	Logprobs bool
+	// Translate decodes with Whisper's <|translate|> task token instead of <|transcribe|>: the
+	// text is English whatever the language spoken (the language token stays the spoken one,
+	// detected with LanguageAuto). Refused (ErrTranslateNotServed) on an English-only checkpoint.
+	Translate bool
 }
 
 // DefaultOwnerDepth is Options.OwnerDepth's default.

@@ -22,6 +22,7 @@ const (
 	TokenStartOfTranscript = "<|startoftranscript|>"
 	TokenEnglish           = "<|en|>"
 	TokenTranscribe        = "<|transcribe|>"
+	TokenTranslate         = "<|translate|>"
 	TokenNoTimestamps      = "<|notimestamps|>"
 	TokenTimestampBegin    = "<|0.00|>"
 )
