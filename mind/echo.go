@@ -9,7 +9,8 @@ import (
 var _ Mind = (*Echo)(nil)
 
 // Echo answers with what it heard: "You said: <the last user message>." After a tool's output it
-// says what the tool returned; of a message's images it says how many it was shown. It needs no
+// says what the tool returned; of a message's images it says how many it was shown, of its audio
+// how long it heard it (an omni request). It needs no
 // server and makes no calls; it is the default mind. Its tokens are words: MaxOutputTokens cuts
 // the echo after that many (Reply.Stop StopMaxTokens).
 type Echo struct{}
@@ -47,6 +48,9 @@ func echoText(history []Message) string {
 				shown = "You showed me an image."
 			default:
 				shown = fmt.Sprintf("You showed me %d images.", n)
+			}
+			if history[i].Audios() > 0 {
+				shown = strings.TrimSpace(fmt.Sprintf("I heard %.1f seconds of your voice. %s", history[i].AudioSeconds(), shown))
 			}
 			break
 		}

@@ -16,6 +16,9 @@ var (
 	// ErrImagesRefused: the request carried images and the mind's server refused it (a model
 	// that does not see images).
 	ErrImagesRefused = errors.New("mind refused images")
+	// ErrAudioRefused: the request carried audio (an omni mind's input_audio parts) and the
+	// mind's server refused it (a model that does not hear audio).
+	ErrAudioRefused = errors.New("mind refused audio")
 )
 
 // Error is a failed answer: Kind is one of the sentinels above; Status the HTTP status when there

@@ -113,6 +113,10 @@ func (o *OpenAI) Answer(ctx context.Context, req Request, emit func(Delta) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && hasAudio(req) {
+			return Reply{}, &Error{Kind: ErrAudioRefused, Status: resp.StatusCode,
+				Message: "the mind's server refused a request with audio (does its model hear audio?)", Err: errors.New(serverMessage(resp.Body))}
+		}
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && hasImages(req) {
 			return Reply{}, &Error{Kind: ErrImagesRefused, Status: resp.StatusCode,
 				Message: "the mind's server refused a request with images (does its model see images?)", Err: errors.New(serverMessage(resp.Body))}

@@ -68,6 +68,7 @@ type conversation struct {
 	pause   pauseGate     // holds the replies' audio while speech is judged (interrupt.go)
 	usage   *sessionUsage // the session's usage record (usage_record.go); nil without a recorder
 	mcp     mcpState      // the session's MCP servers and approvals (mcp.go), under its own lock
+	video   videoFrames   // frames waiting for the next user turn (video.go), the input goroutine's
 }
 
 // handoff is what replies and the input goroutine tell each other (atomics).

@@ -22,6 +22,8 @@ func (c *conversation) handle(ev wire.ClientEvent) {
 		c.sessionUpdate(e)
 	case *wire.InputAudioBufferAppend:
 		c.appendAudio(e)
+	case *wire.InputVideoBufferAppend:
+		c.appendFrame(e) // video.go
 	case *wire.InputAudioBufferCommit:
 		if ms := c.in.input.bufferedMs(); ms < minCommitMs {
 			c.send(wire.ErrCommitEmpty(ms, id))
@@ -406,6 +408,7 @@ func (c *conversation) commit(itemID string, raw []byte, pcm []float32, span tur
 		Content: []wire.ContentPart{{Type: wire.InputAudio}}}, ready: make(chan struct{}), audio: raw, audioFormat: c.in.input.format}
 	prev := c.hist.add(e, "") // counts the item, not its audio (keptAudio bounds that)
 	c.hist.keepTurnAudio(e)
+	c.senseTurn(e, pcm) // the frames and, for an omni mind, the audio it is shown (senses.go)
 	c.send(wire.InputAudioBufferCommitted{PreviousItemID: prev, ItemID: itemID})
 	it := cloneItem(e.item)
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: it})
@@ -559,6 +562,9 @@ func (c *conversation) createItem(e *wire.ConversationItemCreate) {
 		return
 	}
 	prev := c.hist.add(ent, e.PreviousItemID)
+	if it.Type == wire.ItemMessage && it.Role == wire.RoleUser {
+		c.senseTurn(ent, pcm) // senses.go
+	}
 	c.send(wire.ConversationItemAdded{PreviousItemID: prev, Item: cloneItem(it)})
 	c.send(wire.ConversationItemDone{PreviousItemID: prev, Item: cloneItem(it)})
 	if it.Type == wire.ItemMCPApprovalResponse {

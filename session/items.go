@@ -53,6 +53,9 @@ type entry struct {
 	// over in conversation.item.create; committed and reply audio is bounded by keptAudio instead).
 	held       int
 	countAudio bool
+	// sense is what a user turn shows the mind beside its words (senses.go; nil: nothing, a
+	// pointer so that itemOverhead holds).
+	sense *sensed
 }
 
 // DefaultConversationBytes bounds what one conversation's items keep: every byte a client hands over
@@ -480,8 +483,9 @@ func cutWords(text string, frac float64) string {
 	return cut
 }
 
-// mindMessages renders the conversation (or a response's own input) for the mind.
-func mindMessages(items []wire.Item) []mind.Message {
+// mindMessages renders the conversation (or a response's own input) for the mind; sense (nil:
+// none) adds what each message's turn shows beside its words (senses.go).
+func mindMessages(items []wire.Item, sense senseFunc) []mind.Message {
 	var out []mind.Message
 	declined := declinedApprovals(items)
 	for _, it := range items {
@@ -491,6 +495,11 @@ func mindMessages(items []wire.Item) []mind.Message {
 		case wire.ItemMessage:
 			var text []string
 			var parts []mind.Part
+			var extra []mind.Part
+			dropTranscript := false
+			if sense != nil && it.Role == wire.RoleUser {
+				extra, dropTranscript = sense(it.ID)
+			}
 			for _, p := range it.Content {
 				switch {
 				case p.Type == wire.InputImage:
@@ -498,11 +507,12 @@ func mindMessages(items []wire.Item) []mind.Message {
 				case p.Text != "":
 					text = append(text, p.Text)
 					parts = append(parts, mind.TextPart(p.Text))
-				case p.Transcript != nil && *p.Transcript != "":
+				case p.Transcript != nil && *p.Transcript != "" && !dropTranscript:
 					text = append(text, *p.Transcript)
 					parts = append(parts, mind.TextPart(*p.Transcript))
 				}
 			}
+			parts = append(parts, extra...)
 			role := mind.RoleUser
 			switch it.Role {
 			case wire.RoleAssistant:

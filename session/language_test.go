@@ -19,11 +19,11 @@ func TestMindToldTheLanguage(t *testing.T) {
 		"auto":                     {"Be brief.", "auto", "Be brief."},
 	} {
 		cfg := wire.Session{Instructions: c.instructions, Transcription: &wire.Transcription{Model: "whisper-1", Language: c.language}}
-		if got := mindRequest(cfg, "", nil).Instructions; got != c.want {
+		if got := mindRequest(cfg, "", nil, nil).Instructions; got != c.want {
 			t.Errorf("%s: %q, want %q", name, got, c.want)
 		}
 	}
-	if got := mindRequest(wire.Session{Instructions: "x"}, "", nil).Instructions; got != "x" {
+	if got := mindRequest(wire.Session{Instructions: "x"}, "", nil, nil).Instructions; got != "x" {
 		t.Errorf("no transcription: %q", got)
 	}
 }

@@ -203,6 +203,8 @@ type replyParts struct {
 	// answered observes the answer latency at a reply's first audio on a player.
 	quotaExceeded func()
 	answered      func()
+	// sensesCfg says what the mind sees and hears beside the words (senses.go).
+	sensesCfg SensesConfig
 }
 
 // replyParts hands a reply the parts it works with.
@@ -210,7 +212,8 @@ func (c *conversation) replyParts() *replyParts {
 	return &replyParts{ctx: c.ctx, log: c.log, metrics: c.srv.metrics, convID: c.convID, send: c.send,
 		hist: &c.hist, window: &c.window, budget: c.srv.cfg.MindContextTokens, ledger: &c.ledger, replies: &c.replies, turns: &c.turns,
 		voice: c.engines.Voice, mind: c.engines.Mind, mcp: &c.mcp, player: c.media.Player, room: &c.room, lang: &c.lang, pause: &c.pause,
-		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered}
+		idleTimeout: c.srv.cfg.IdleTimeout, now: c.srv.cfg.Now, quotaExceeded: c.quotaExceeded, answered: c.answered,
+		sensesCfg: c.srv.cfg.Senses}
 }
 
 // respond runs the mind and speaks its answer.
@@ -256,7 +259,7 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 		if input != nil || r.outOfBand {
 			win = nil // a response beside the conversation does not move its window
 		}
-		req := mindRequest(cfg, p.lang.lastDetected(), win.view(p.hist.snapshot(input), cfg.Truncation, p.budget))
+		req := mindRequest(cfg, p.lang.lastDetected(), win.view(p.hist.snapshot(input), cfg.Truncation, p.budget), p.senses())
 		req.Tools = append(req.Tools, mcpTools...)
 		m := p.mind
 		if r.spec.adopt(req) {
@@ -272,8 +275,8 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 
 // mindRequest is what a reply configured so asks the mind about items.
 // heard is the language the user's last turn was detected in (hearingLanguage.lastDetected).
-func mindRequest(cfg wire.Session, heard string, items []wire.Item) mind.Request {
-	req := mind.Request{Instructions: mindInstructions(cfg, heard), History: mindMessages(items), ToolChoice: toolChoice(cfg.ToolChoice),
+func mindRequest(cfg wire.Session, heard string, items []wire.Item, sense senseFunc) mind.Request {
+	req := mind.Request{Instructions: mindInstructions(cfg, heard), History: mindMessages(items, sense), ToolChoice: toolChoice(cfg.ToolChoice),
 		Temperature: cfg.Temperature, MaxOutputTokens: cfg.MaxOutputTokens, ParallelToolCalls: &cfg.ParallelToolCalls}
 	for _, t := range cfg.Tools {
 		req.Tools = append(req.Tools, mind.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
@@ -353,7 +356,11 @@ func toolChoice(tc wire.ToolChoice) string {
 
 // waitTranscripts waits until every committed user audio item has its words.
 func (p *replyParts) waitTranscripts(ctx context.Context) error {
-	for _, ch := range p.hist.transcribing() {
+	pending := p.hist.transcribing
+	if p.sensesCfg.MindAudio == MindAudioReplace {
+		pending = p.hist.transcribingUnheard // the mind hears those turns, not their words
+	}
+	for _, ch := range pending() {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -701,8 +708,10 @@ func (run *replyRun) finish(err error) {
 // replyError is the error event for a failed reply, safe to show.
 func replyError(err error) *wire.Error {
 	var me *mind.Error
-	if errors.As(err, &me) && errors.Is(err, mind.ErrImagesRefused) {
-		return &wire.Error{Type: wire.TypeInvalidRequest, Code: codeImagesRefused, Message: "The mind refused the conversation's images: " + me.Message + "."}
+	if errors.As(err, &me) {
+		if we := refusedSense(err, me); we != nil {
+			return we
+		}
 	}
 	if errors.As(err, &me) {
 		return &wire.Error{Type: wire.TypeServer, Code: codeResponseFailed, Message: "The mind failed: " + me.Message + "."}

@@ -87,6 +87,9 @@ type Config struct {
 	// DefaultMaxTicketsPerPrincipal / DefaultTicketMintRate; negative turns each off (mint.go).
 	MaxTicketsPerPrincipal int
 	TicketMintRate         float64
+	// Senses is what the mind sees and hears beside the words: video frames' bounds, and
+	// whether it hears the user's audio (an omni mind; senses.go).
+	Senses SensesConfig
 
 	// Sockets, when set, tracks the hijacked sockets for graceful shutdown (door.Sockets):
 	// a conversation registers before the upgrade, finishes the reply in flight when draining
@@ -134,6 +137,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxConversations < 0 || cfg.MaxPerTenant < 0 {
 		return nil, errors.New("session: conversation limits must be positive")
+	}
+	if err := cfg.Senses.fill(); err != nil {
+		return nil, err
 	}
 	if cfg.TicketTTL == 0 {
 		cfg.TicketTTL = DefaultTicketTTL

@@ -98,7 +98,7 @@ func (c *conversation) speculate(text string) {
 	items := append(c.hist.snapshot(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
 	cfg := c.in.sess.ForResponse(wire.ResponseParams{})
-	req := mindRequest(cfg, c.lang.lastDetected(), c.window.view(items, cfg.Truncation, c.srv.cfg.MindContextTokens))
+	req := mindRequest(cfg, c.lang.lastDetected(), c.window.view(items, cfg.Truncation, c.srv.cfg.MindContextTokens), c.hist.senseFunc(c.srv.cfg.Senses))
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &speculation{counted: c.srv.metrics.speculations, log: c.log, work: &c.work, speaker: c.engines.Voice, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		more: make(chan struct{}, 1), room: make(chan struct{}, 1), voice: cfg.Voice, speed: cfg.Speed}
@@ -293,10 +293,22 @@ func sameRequest(a, b mind.Request) bool {
 	}
 	n := len(a.History) - 1
 	la, lb := a.History[n], b.History[n]
-	if la.Role != mind.RoleUser || lb.Role != mind.RoleUser || normalise(la.Text) != normalise(lb.Text) {
+	if la.Role != mind.RoleUser || lb.Role != mind.RoleUser || normalise(la.Text) != normalise(lb.Text) ||
+		!reflect.DeepEqual(unwritten(la.Parts), unwritten(lb.Parts)) { // a turn's frames or audio (senses.go)
 		return false
 	}
 	return reflect.DeepEqual(a.History[:n], b.History[:n])
+}
+
+// unwritten is a message's parts other than text.
+func unwritten(parts []mind.Part) []mind.Part {
+	var out []mind.Part
+	for _, p := range parts {
+		if p.Type != mind.PartText {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // normalise is a transcript as compared for speculation: lower case, letters and digits only,

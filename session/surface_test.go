@@ -25,6 +25,7 @@ type standIn struct {
 	finish       string
 	usage        map[string]any
 	refuseImages bool
+	refuseAudio  bool // 400 to a request carrying an input_audio part (issue 27)
 	bodies       chan map[string]any
 }
 
@@ -50,6 +51,11 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.bodies <- body
+	if s.refuseAudio && strings.Contains(fmt.Sprint(body["messages"]), "input_audio") {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":{"message":"this model does not support audio input"}}`)
+		return
+	}
 	if s.refuseImages && strings.Contains(fmt.Sprint(body["messages"]), "image_url") {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"error":{"message":"this model does not support image input"}}`)

@@ -106,7 +106,7 @@ func (c *conversation) refusedInTranscription(ev wire.ClientEvent) bool {
 		return false
 	}
 	switch ev.(type) {
-	case *wire.ResponseCreate, *wire.ResponseCancel, *wire.OutputAudioBufferClear, *wire.ConversationItemTruncate:
+	case *wire.ResponseCreate, *wire.ResponseCancel, *wire.OutputAudioBufferClear, *wire.ConversationItemTruncate, *wire.InputVideoBufferAppend:
 		c.send(wire.ErrTranscriptionSession(ev.EventType(), ev.ClientEventID()))
 		return true
 	}

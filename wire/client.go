@@ -30,13 +30,14 @@ var clientTypes = []string{
 	TypeSessionUpdate, TypeTranscriptionSessionUpdate, TypeInputAudioBufferAppend, TypeInputAudioBufferCommit,
 	TypeInputAudioBufferClear, TypeConversationItemCreate, TypeConversationItemDelete, TypeConversationItemTruncate,
 	TypeConversationItemRetrieve, TypeResponseCreate, TypeResponseCancel, TypeOutputAudioBufferClear,
+	TypeInputVideoBufferAppend, // voiced's extension (video.go)
 }
 
 // ClientEvent is one decoded client event: one of the pointer types
 // *SessionUpdate, *InputAudioBufferAppend, *InputAudioBufferCommit,
 // *InputAudioBufferClear, *ConversationItemCreate, *ConversationItemDelete,
 // *ConversationItemTruncate, *ConversationItemRetrieve, *ResponseCreate,
-// *ResponseCancel, *OutputAudioBufferClear. Switch on the type.
+// *ResponseCancel, *OutputAudioBufferClear, *InputVideoBufferAppend. Switch on the type.
 type ClientEvent interface {
 	// EventType is the event's "type" as sent.
 	EventType() string
@@ -223,6 +224,7 @@ type envelope struct {
 	AudioEndMs     *int            `json:"audio_end_ms"`
 	Response       json.RawMessage `json:"response"`
 	ResponseID     *string         `json:"response_id"`
+	Image          *string         `json:"image"` // input_video_buffer.append (video.go)
 }
 
 // Decode reads one client event (one WebSocket text frame) of dialect d.
@@ -311,6 +313,12 @@ func decodeGeneral(data []byte, d Dialect) (ClientEvent, *Error) {
 			return nil, ErrInvalidValue("audio", h.EventID, "Invalid 'audio': the audio must be base64-encoded (%v).", err)
 		}
 		return &InputAudioBufferAppend{ClientHeader: h, Audio: audio}, nil
+	case TypeInputVideoBufferAppend:
+		ev, err := decodeVideoAppend(h, env.Image)
+		if err != nil {
+			return nil, err
+		}
+		return ev, nil
 	case TypeInputAudioBufferCommit:
 		return &InputAudioBufferCommit{ClientHeader: h}, nil
 	case TypeInputAudioBufferClear:

@@ -362,7 +362,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"missing type", GA, `{"event_id":"e7"}`, CodeInvalidEvent, "", "e7", "The 'type' field is missing."},
 		{"empty type", GA, `{"type":"","event_id":"e7"}`, CodeInvalidEvent, "", "e7", "The 'type' field is missing."},
 		{"type not a string", GA, `{"type":5,"event_id":"e8"}`, CodeInvalidType, "type", "e8", ""},
-		{"unknown type", Beta, `{"type":"input_video_buffer.append","event_id":"e9"}`, CodeInvalidValue, "type", "e9", ""},
+		{"unknown type", Beta, `{"type":"input_smell_buffer.append","event_id":"e9"}`, CodeInvalidValue, "type", "e9", ""},
 		{"base64 that does not decode", GA, `{"type":"input_audio_buffer.append","event_id":"e1","audio":"@@not base64@@"}`, CodeInvalidValue, "audio", "e1", ""},
 		{"append without audio", GA, `{"type":"input_audio_buffer.append"}`, CodeMissingRequiredParameter, "audio", "", "Missing required parameter: 'audio'."},
 		{"audio not a string", GA, `{"type":"input_audio_buffer.append","audio":12,"event_id":"e2"}`, CodeInvalidType, "audio", "e2", ""},

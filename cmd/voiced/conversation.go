@@ -33,6 +33,7 @@ type conversationConfig struct {
 	mindTokenLimit                                          string
 	mcp                                                     mcpFlags
 	echoCancel                                              bool
+	senses                                                  sensesFlags // senses.go
 }
 
 func (c *conversationConfig) flags(fs *flag.FlagSet) {
@@ -63,6 +64,7 @@ func (c *conversationConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.mindContextTokens, "mind-context-tokens", session.DefaultMindContextTokens, "the --mind-model's room for the conversation after its instructions and tools, in estimated tokens (4 bytes of text, 85/765 an image); a longer history is shown from a later turn (session.truncation), the client keeps every item")
 	c.mcp.flags(fs)
 	fs.StringVar(&c.mindTokenLimit, "mind-token-limit-field", "max_tokens", "the request field that carries a response's max_output_tokens to --mind-url: max_tokens, max_completion_tokens (OpenAI's reasoning models refuse max_tokens) or both")
+	c.senses.flags(fs)
 	fs.DurationVar(&c.mindTimeout, "mind-timeout", 60*time.Second, "the longest the mind may be silent: before its first token and between tokens (speaking does not count)")
 }
 
@@ -124,7 +126,7 @@ func (c *conversationConfig) start(ctx context.Context, app *App, svc *speechcor
 		SessionLimit: c.sessionLimit, IdleTimeout: c.idleTimeout, Speculate: c.speculate, EchoCancel: c.echoCancel, EventRate: c.eventRate, EventBurst: c.eventBurst,
 		EventBytes: c.eventBytes, EventBytesBurst: c.eventBytesBurst, ConversationBytes: c.conversationBytes, MindContextTokens: c.mindContextTokens, Log: app.Log.With("component", "conversation"),
 		MaxTicketsPerPrincipal: c.maxTicketsPerPrincipal, TicketMintRate: c.ticketMintRate,
-		Engines: bridge.Engines(svc, mnd, m), MCP: mcpClient,
+		Engines: bridge.Engines(svc, mnd, m), MCP: mcpClient, Senses: c.senses.config(),
 	}
 	if c.eventRate == 0 {
 		cfg.EventRate = -1 // the flag's 0 is "no limit"; the Config's 0 is the default

@@ -130,7 +130,7 @@ func (p *page) serve(w http.ResponseWriter, r *http.Request, f pageFile, cache s
 	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Permissions-Policy", "microphone=(self), camera=(), geolocation=()")
+	h.Set("Permissions-Policy", "microphone=(self), camera=(self), geolocation=()")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
 }

@@ -35,6 +35,7 @@
     sessionType: null, // the session object's type (GA): realtime | transcription
     captions: [], // captions mode: {item_id, start_ms, end_ms, text} per completed turn
     errors: [], // {code, message}
+    sentFrames: 0, // camera frames sent (input_video_buffer.append)
     latency: Object.fromEntries(FIGURES.map((f) => [f, []])), // ms per turn
     close: null, // {code, reason}
   };
@@ -56,6 +57,7 @@
   let sending = false;
   let turn = null; // {stoppedAt, item_id, seen:{figure:true}}
   const lines = new Map(); // item_id → transcript line
+  let camera = null; // {stream, video, canvas, timer}: the camera while the toggle is on
 
   // Kokoro v1.0's voices by the language their name's prefix says (a American, b British English,
   // e Spanish, f French, i Italian, p Brazilian Portuguese, h Hindi); picking a language offers its
@@ -346,6 +348,7 @@
       setPhase("open", "connected");
       send(sessionUpdate());
       sending = true;
+      startCamera();
     };
     sock.onmessage = (m) => {
       let ev;
@@ -411,6 +414,7 @@
       setPhase("open", "connected (WebRTC)");
       send(sessionUpdate());
       sending = true;
+      startCamera();
     };
     channel.binaryType = "arraybuffer";
     channel.onmessage = (m) => {
@@ -698,6 +702,7 @@
 
   function hangUp(phase, text) {
     sending = false;
+    stopCamera();
     clearInterval(statsTimer);
     statsTimer = 0;
     if (dc || pc) {
@@ -723,6 +728,54 @@
     $("level").value = 0;
     setPhase(phase || "idle", text || "not connected");
   }
+
+  // ---- the camera (voiced's extension: input_video_buffer.append) ----
+
+  // A still frame a second while the toggle is on and the conversation open: a JPEG of at most
+  // 640 px wide, well under the server's frame bound, at half its default rate.
+  async function startCamera() {
+    if (camera || !$("camera").checked || state.mode === "captions") return;
+    if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+      showError("camera_unavailable", "this browser gives no camera here: open the page over https or on localhost");
+      return;
+    }
+    const cam = { stream: null, video: document.createElement("video"), canvas: document.createElement("canvas"), timer: 0 };
+    camera = cam;
+    try {
+      cam.stream = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480 } });
+    } catch (err) {
+      camera = null;
+      showError("camera_unavailable", err.message);
+      return;
+    }
+    if (camera !== cam) return stopTracks(cam); // turned off meanwhile
+    cam.video.muted = true;
+    cam.video.srcObject = cam.stream;
+    await cam.video.play().catch(() => {});
+    cam.timer = setInterval(() => {
+      const w = cam.video.videoWidth, h = cam.video.videoHeight;
+      if (!w || !h || !sending) return;
+      const scale = Math.min(1, 640 / w);
+      cam.canvas.width = Math.round(w * scale);
+      cam.canvas.height = Math.round(h * scale);
+      cam.canvas.getContext("2d").drawImage(cam.video, 0, 0, cam.canvas.width, cam.canvas.height);
+      send({ type: "input_video_buffer.append", image: cam.canvas.toDataURL("image/jpeg", 0.7) });
+      state.sentFrames++;
+    }, 1000);
+  }
+
+  function stopTracks(cam) {
+    if (cam.stream) cam.stream.getTracks().forEach((t) => t.stop());
+  }
+
+  function stopCamera() {
+    if (!camera) return;
+    clearInterval(camera.timer);
+    stopTracks(camera);
+    camera = null;
+  }
+
+  $("camera").addEventListener("change", () => ($("camera").checked && sending ? startCamera() : stopCamera()));
 
   $("connect-form").addEventListener("submit", connect);
   $("hangup").addEventListener("click", () => hangUp("idle", "not connected"));
