@@ -184,8 +184,12 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, subtitles(up.format, segments))
 	case "verbose_json":
+		language := spokenLanguage(heardIn, hearing, engine)
+		if d.translate {
+			language = whisper.LanguageName("en") // the output's language, as OpenAI's TranslationVerbose says: always english
+		}
 		writeJSON(w, http.StatusOK, verboseTranscription{
-			Task: task(d.translate), Language: spokenLanguage(heardIn, hearing, engine), Duration: seconds(start), Text: text,
+			Task: task(d.translate), Language: language, Duration: seconds(start), Text: text,
 			Segments: orEmptySegments(segments), Logprobs: logprobsOrNil(hearing, logprobs),
 		})
 	default:

@@ -34,7 +34,7 @@ func postTranslation(t *testing.T, h *hearingServer, file []byte, fields map[str
 // TestTranslations (issue 21): POST /v1/audio/translations, OpenAI's route, decodes with
 // Whisper's <|translate|> task after detecting the spoken language: the fixture's Spanish speech
 // comes back as the fixture's defined translation (fixture.TranslateIDs), never as its Spanish
-// transcript, in json, text and verbose_json (task translate, the spoken language named);
+// transcript, in json, text and verbose_json (task translate, language english: the output's, as openai-node's TranslationVerbose documents);
 // English speech comes back as itself.
 func TestTranslations(t *testing.T) {
 	h := newHearingServer(t, Config{})
@@ -52,7 +52,7 @@ func TestTranslations(t *testing.T) {
 	}
 	code, out = postTranslation(t, h, wav, map[string]string{"model": "whisper-1", "response_format": "verbose_json"})
 	var v verboseTranscription
-	if code != 200 || json.Unmarshal(out, &v) != nil || v.Task != "translate" || v.Language != "spanish" || v.Text != want || len(v.Segments) != 1 {
+	if code != 200 || json.Unmarshal(out, &v) != nil || v.Task != "translate" || v.Language != "english" || v.Text != want || len(v.Segments) != 1 {
 		t.Fatalf("verbose_json: %d %s", code, out)
 	}
 	en, enText := codecSpeech(t, sttSentence)
