@@ -134,7 +134,11 @@ func (d *TranscriptionsDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer closeSrc()
-	defer d.svc.opened("transcriptions")()
+	label := "transcriptions"
+	if d.translate {
+		label = "translations"
+	}
+	defer d.svc.opened(label)()
 	defer d.svc.holdUsage()() // the meter's close waits for this door's last seconds
 	var segments []verboseSegment
 	var texts []string
