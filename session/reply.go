@@ -259,7 +259,8 @@ func (p *replyParts) respond(r *reply, cfg wire.Session, input []wire.Item) {
 		if input != nil || r.outOfBand {
 			win = nil // a response beside the conversation does not move its window
 		}
-		req := mindRequest(cfg, p.lang.lastDetected(), win.view(p.hist.snapshot(input), cfg.Truncation, p.budget), p.senses())
+		items, sense := p.hist.snapshot(input), p.senses()
+		req := mindRequest(cfg, p.lang.lastDetected(), win.view(items, cfg.Truncation, lessSenses(p.budget, items, sense)), sense)
 		req.Tools = append(req.Tools, mcpTools...)
 		m := p.mind
 		if r.spec.adopt(req) {

@@ -98,7 +98,8 @@ func (c *conversation) speculate(text string) {
 	items := append(c.hist.snapshot(nil), wire.Item{Type: wire.ItemMessage, Role: wire.RoleUser,
 		Content: []wire.ContentPart{{Type: wire.InputAudio, Transcript: &text}}})
 	cfg := c.in.sess.ForResponse(wire.ResponseParams{})
-	req := mindRequest(cfg, c.lang.lastDetected(), c.window.view(items, cfg.Truncation, c.srv.cfg.MindContextTokens), c.hist.senseFunc(c.srv.cfg.Senses))
+	sense := c.hist.senseFunc(c.srv.cfg.Senses)
+	req := mindRequest(cfg, c.lang.lastDetected(), c.window.view(items, cfg.Truncation, lessSenses(c.srv.cfg.MindContextTokens, items, sense)), sense)
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &speculation{counted: c.srv.metrics.speculations, log: c.log, work: &c.work, speaker: c.engines.Voice, text: norm, req: req, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		more: make(chan struct{}, 1), room: make(chan struct{}, 1), voice: cfg.Voice, speed: cfg.Speed}

@@ -8,6 +8,7 @@ package session
 import (
 	"sync"
 
+	"github.com/voiced/voiced/mind"
 	"github.com/voiced/voiced/wire"
 )
 
@@ -23,7 +24,34 @@ const (
 	messageTokens    = 4
 	imageTokensLow   = 85
 	imageTokensOther = 765
+	// audioTokensPerSecond: OpenAI's audio input counts about a token per 100 ms.
+	audioTokensPerSecond = 10
 )
+
+// lessSenses is the window's budget (0: DefaultMindContextTokens) less what the items' senses
+// add to the mind's request beyond itemTokens' estimate: the frames and the audio the newest turn
+// carries (senseFunc; an image at high detail's cost, audio by its seconds). At least 1: the
+// newest turn is shown whatever it costs.
+func lessSenses(budget int, items []wire.Item, sense senseFunc) int {
+	if budget <= 0 {
+		budget = DefaultMindContextTokens
+	}
+	if sense == nil {
+		return budget
+	}
+	for _, it := range items {
+		parts, _ := sense(it.ID)
+		for _, p := range parts {
+			switch {
+			case p.Type == mind.PartImage:
+				budget -= imageTokensOther
+			case p.Type == mind.PartAudio && p.Rate > 0:
+				budget -= (len(p.Samples)*audioTokensPerSecond + p.Rate - 1) / p.Rate
+			}
+		}
+	}
+	return max(budget, 1)
+}
 
 // mindWindow is where the mind's view of the conversation starts: the id of the first item it
 // is shown, kept from one reply to the next so that the view's prefix stays the same (a server's
