@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,21 +20,13 @@ func TestPageCameraInChromium(t *testing.T) {
 	mount := writeFixtureMount(t)
 	wav, _ := speechWAV(t, "Hello there. What is the weather like today?")
 
-	dir := t.TempDir()
-	secret := []byte("page-camera-test-principal-secret-0123456789")
-	secretFile := filepath.Join(dir, "jwt.secret")
-	if err := os.WriteFile(secretFile, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, append(baseEnv(t), "VOICED_TOKEN=service-token"),
-		"--speech-assets", mount, "--jwt-secret-file", secretFile, "--mind", "echo")
+	srv, secret := pageServer(t, mount, "page-camera-test-principal-secret-0123456789")
 	base := "http://" + srv.addr
 	for _, transport := range []string{"websocket", "webrtc"} {
 		signed := testkit.JWT(t, secret, map[string]any{"sub": "page-camera-tester", "exp": time.Now().Add(10 * time.Minute)})
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		b := startChromium(t, ctx, browser, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-			"--use-file-for-fake-audio-capture="+wav, "--autoplay-policy=no-user-gesture-required", "--window-size=1000,1200",
-			"--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns")
+		b := startChromium(t, ctx, browser, append(fakeMedia(wav),
+			"--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns")...)
 		tab := b.newTab(t, ctx)
 		tab.call(t, ctx, "Page.enable", nil, nil)
 		tab.call(t, ctx, "Runtime.enable", nil, nil)

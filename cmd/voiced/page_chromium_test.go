@@ -37,22 +37,14 @@ func TestPageInChromium(t *testing.T) {
 	mount := writeFixtureMount(t)
 	wav, spoken := speechWAV(t, "Hello there. What is the weather like today?")
 
-	dir := t.TempDir()
-	secret := []byte("page-test-principal-secret-0123456789abcdef")
-	secretFile := filepath.Join(dir, "jwt.secret")
-	if err := os.WriteFile(secretFile, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, append(baseEnv(t), "VOICED_TOKEN=service-token"),
-		"--speech-assets", mount, "--jwt-secret-file", secretFile, "--mind", "echo")
+	srv, secret := pageServer(t, mount, "page-test-principal-secret-0123456789abcdef")
 	base := "http://" + srv.addr
 
 	signed := testkit.JWT(t, secret, map[string]any{"sub": "page-tester", "exp": time.Now().Add(10 * time.Minute)})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b := startChromium(t, ctx, browser, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-		"--use-file-for-fake-audio-capture="+wav, "--autoplay-policy=no-user-gesture-required", "--window-size=1000,1200")
+	b := startChromium(t, ctx, browser, fakeMedia(wav)...)
 	tab := b.newTab(t, ctx)
 	tab.call(t, ctx, "Page.enable", nil, nil)
 	tab.call(t, ctx, "Runtime.enable", nil, nil)
@@ -222,6 +214,7 @@ type chromium struct {
 	conn    *websocket.Conn
 	exited  chan struct{}
 	readErr chan error
+	closed  sync.Once
 
 	mu      sync.Mutex
 	next    int64
@@ -242,6 +235,25 @@ type cdpMessage struct {
 }
 
 var devtoolsURL = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
+
+// pageServer starts voiced on mount with the echo mind, the service token "service-token" and
+// secret (returned) as the principals' JWT secret: the page tests' server.
+func pageServer(t *testing.T, mount, secret string) (*server, []byte) {
+	t.Helper()
+	secretFile := filepath.Join(t.TempDir(), "jwt.secret")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, append(baseEnv(t), "VOICED_TOKEN=service-token"),
+		"--speech-assets", mount, "--jwt-secret-file", secretFile, "--mind", "echo"), []byte(secret)
+}
+
+// fakeMedia is Chromium's flags for a page test: the fake camera and a microphone playing wav,
+// granted without a prompt, audio played without a gesture.
+func fakeMedia(wav string) []string {
+	return []string{"--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+		"--use-file-for-fake-audio-capture=" + wav, "--autoplay-policy=no-user-gesture-required", "--window-size=1000,1200"}
+}
 
 func startChromium(t *testing.T, ctx context.Context, bin string, extra ...string) *chromium {
 	t.Helper()
@@ -406,8 +418,11 @@ func (b *chromium) send(ctx context.Context, sessionID, method string, params an
 	}
 }
 
-// close asks the browser to quit, then ends its process group if it does not.
-func (b *chromium) close() {
+// close asks the browser to quit, then ends its process group if it does not. A test may close
+// a browser before its cleanup does: only the first call acts (readErr holds one value).
+func (b *chromium) close() { b.closed.Do(b.quit) }
+
+func (b *chromium) quit() {
 	if b.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		b.send(ctx, "", "Browser.close", nil)
