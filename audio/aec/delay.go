@@ -6,25 +6,32 @@ import "math"
 // reference's and the microphone's log energy envelopes, and delays the reference by it (less
 // a little slack) before the canceller and the gate see it.
 type delayEst struct {
-	lags  int
-	hist  [][]int16 // raw reference frames, hist[(at-k)%len] is k frames ago
-	env   []float64 // their log energies
-	at    int
-	sxy   []float64
-	sx    []float64
-	sxx   []float64
-	sy    float64
-	syy   float64
-	n     float64
-	cur   int // the delay applied (frames)
-	cand  int
-	stab  int
-	known bool
+	lags int
+	hist [][]int16 // raw reference frames, hist[(at-k)%len] is k frames ago
+	env  []float64 // their log10 energies (floored at −60 dB)
+	at   int
+	// Exponentially weighted sums (delayForget) for the correlation of the microphone's log
+	// energy (y) with the reference's k frames earlier (x[k]), over frames the reference was
+	// active within the tail.
+	sxy, sx, sxx []float64
+	sy, syy, n   float64
+	cur          int  // the delay applied (frames)
+	cand, stab   int  // the best lag less the slack, and for how many frames it has been best
+	known        bool // cur was estimated (else 0)
 }
 
 const (
+	// delayForget: the correlation's memory, about 2 s of active reference.
 	delayForget = 0.995
-	delaySlack  = 2
+	// delaySlack: frames the reference is delayed less than the estimate, so the direct path
+	// and a lag estimated a frame long still reach the canceller's filter causally.
+	delaySlack = 2
+	// delayMinCorr, delayStable: a lag is taken when its correlation is over delayMinCorr and
+	// it has been the best for delayStable frames; a taken delay moves only for delayMove
+	// frames or more (each move makes the canceller relearn).
+	delayMinCorr = 0.5
+	delayStable  = 50
+	delayMove    = 3
 )
 
 func newDelayEst(lags int) *delayEst {
@@ -72,13 +79,13 @@ func (d *delayEst) push(raw, mic, dst []int16, active bool) {
 				}
 			}
 			target := max(bk-delaySlack, 0)
-			if best > 0.5 {
+			if best > delayMinCorr {
 				if target == d.cand {
 					d.stab++
 				} else {
 					d.cand, d.stab = target, 0
 				}
-				if d.stab >= 50 && (!d.known || abs(target-d.cur) >= 3) {
+				if d.stab >= delayStable && (!d.known || abs(target-d.cur) >= delayMove) {
 					d.cur, d.known = target, true
 				}
 			}
