@@ -74,39 +74,49 @@ type Config struct {
 	SuppressDB int
 	// Engine is the library: WebRTC (the default: measured, see LLM.md) or Speex.
 	Engine Engine
-	// Guard: the residual-echo gate that uses the known reference (on unless NoGuard). While
-	// the reference has been active within the tail, an output frame passes only when it is
-	// louder than the echo the reference can cause: the reference's loudest frame over the tail
-	// times the echo path's gain (learned from the frames the canceller cancels, 0 dB until it
-	// has learned it) times GuardMarginDB; other frames are attenuated by GuardDepthDB. A
-	// double-talk test with the known reference: it needs no converged filter, so it covers a
-	// reply's start (the filter still learning the room) and a filter that diverges mid-reply.
+	// Guard: the residual-echo gate that uses the known reference (on unless NoGuard). The
+	// reference is first delayed by the echo's bulk delay, estimated from the correlation of
+	// the reference's and the microphone's energy envelopes (the canceller gets it aligned
+	// too). While the reference has been active within the tail, an output frame passes only
+	// when the microphone holds more than the echo explains: per frequency band (18, about a
+	// third of an octave), the aligned reference's loudest power over the tail times the
+	// band's echo path gain (learned from the frames the canceller cancels, 0 dB until it has
+	// learned it), lowered by GuardMarginDB; other frames are attenuated by GuardDepthDB. A
+	// double-talk test on the microphone with the known reference: it needs no converged
+	// filter, so it covers a reply's start (the filter still learning the room) and a filter
+	// that diverges mid-reply, and the canceller's suppressor, which hides double talk in its
+	// output, does not hide the talker from it.
 	NoGuard bool
 	// GuardMarginDB: how far over the echo estimate a talker must be to pass (dB; negative: how
-	// far under it). 0: DefaultGuardMarginDB. A trade measured on the corpus (LLM.md): +1.5 dB
-	// stops every self-voice barge-in but hears 13/20 talkers over the echo in time; −3 dB (the
-	// default) halves the barge-ins and hears 19/20.
+	// far under it). 0: DefaultGuardMarginDB. Measured on the corpus (LLM.md): every margin
+	// from −3.5 to +1.5 dB stops every self-voice barge-in and hears 20/20 talkers over the echo
+	// in time; −2 dB (the default) hears quieter talkers best within that range.
 	GuardMarginDB float64
 }
 
 // Residual-echo gate defaults (measured on the self-voice corpus: LLM.md).
 const (
-	DefaultGuardMarginDB = -3.0
+	DefaultGuardMarginDB = -2.0
 	GuardDepthDB         = -120.0
 	// guardFloor: a reference frame under this mean square (−60 dBFS) is silence.
 	guardFloor = 1e-6
 	// guardHoldFrames: how long the gate stays open after a talker's frame (a double-talk
 	// detector's hangover), so the quieter parts of their words pass with the loud ones.
 	guardHoldFrames = 30
-	// erlLearnFrames: echo-only frames the gate needs before it trusts its echo path gain.
+	// erlLearnFrames: echo-only frames a band needs before the gate trusts its echo path gain.
 	erlLearnFrames = 50
+	// maxEchoGainDB bounds a learned echo path gain (a loudspeaker louder than the reference).
+	maxEchoGainDB = 6
+	// noiseRise: how fast a band's noise floor follows the microphone up (per frame, ×; it
+	// follows down at once): about 4 dB a second.
+	noiseRise = 1.01
 )
 
 // Engine names the library a Filter runs.
 type Engine int
 
 const (
-	WebRTC Engine = iota // libwebrtc-audio-processing 0.3: AEC (extended filter, delay-agnostic) and NS
+	WebRTC Engine = iota // libwebrtc-audio-processing 0.3: AEC (normal filter, delay-agnostic) and NS
 	Speex                // libspeexdsp: speex_echo_* and speex_preprocess_*
 )
 
@@ -128,20 +138,31 @@ type Filter struct {
 	far     []int16 // the reference queued (under mu); far[farHead:] is not yet consumed
 	farHead int
 
-	// The reply-start guard (frame's goroutine): recent reference frame energies (a ring over
-	// the tail), frames since the reference became active and since it was last active.
-	refRing  []float64
-	ringAt   int
-	guardOn  bool
-	guardLin float64
-	depthLin float32
-	erlDB    float64 // the echo path's gain (dB, an upper envelope of mic/reference peak)
-	erlN     int     // echo-only frames it was learned from
-	hold     int     // frames the gate stays open after a frame over the echo estimate
+	// The residual-echo gate (frame's goroutine; guard.go) and the reference's alignment
+	// (delay.go).
+	guardOn   bool
+	marginLin float64 // GuardMarginDB as a power ratio
+	depthLin  float32
+	dl        *delayEst // the echo's bulk delay, and the reference delayed by it
+	rawRing   []float64 // the raw reference's frame energies over the tail (is it active?)
+	rawAt     int
+	rs, ms    *spec             // the aligned reference's and the microphone's band powers
+	bRing     [][nBands]float64 // the aligned reference's band powers over the tail
+	eRing     []float64         // and its frame energies (mean square)
+	ringAt    int
+	pk        [nBands]float64 // their maximum over the tail (this frame)
+	peak      float64         // the aligned reference's loudest frame over the tail (mean square)
+	gDB       [nBands]float64 // the echo path's gain per band (dB, upper envelope of mic/pk)
+	gLin      [nBands]float64 // the same as a power ratio, 1 until learned
+	gN        [nBands]int     // echo-only frames each band learned from
+	noise     [nBands]float64 // the microphone's noise floor per band
+	near      bool            // this frame: the microphone holds more than the echo explains
+	hold      int             // frames the gate stays open after a near frame
 
 	in  []int16   // microphone samples waiting for a whole frame
 	out []float32 // processed samples not yet returned (starts with one frame of silence)
-	ref []int16   // one frame of reference (scratch)
+	ref []int16   // one frame of reference, aligned (scratch)
+	raw []int16   // one frame of reference as queued (scratch)
 	buf []int16   // one frame of output (scratch)
 }
 
@@ -157,11 +178,22 @@ func New(cfg Config) (*Filter, error) {
 		cfg.GuardMarginDB = DefaultGuardMarginDB
 	}
 	f := &Filter{cfg: cfg, out: make([]float32, FrameSamples, 4*FrameSamples),
-		ref: make([]int16, FrameSamples), buf: make([]int16, FrameSamples),
-		refRing: make([]float64, max(cfg.TailMs/10, 1))}
+		ref: make([]int16, FrameSamples), buf: make([]int16, FrameSamples)}
+	if cfg.Echo {
+		tail := max(cfg.TailMs/10, 1)
+		f.raw = make([]int16, FrameSamples)
+		f.dl = newDelayEst(tail)
+		f.rawRing = make([]float64, tail)
+		f.rs, f.ms = newSpec(), newSpec()
+		f.bRing = make([][nBands]float64, tail)
+		f.eRing = make([]float64, tail)
+		for b := range nBands {
+			f.noise[b], f.gLin[b] = 1e-9, 1
+		}
+	}
 	if cfg.Echo && !cfg.NoGuard {
 		f.guardOn = true
-		f.guardLin = math.Pow(10, cfg.GuardMarginDB/10)
+		f.marginLin = math.Pow(10, cfg.GuardMarginDB/10)
 		f.depthLin = float32(math.Pow(10, GuardDepthDB/20))
 	}
 	if cfg.Engine == WebRTC {
@@ -286,12 +318,12 @@ func (f *Filter) frame(mic []int16) {
 	if f.wap != nil {
 		var ref *C.int16_t
 		if f.cfg.Echo {
-			f.takeFar(f.ref)
+			f.nextRef(mic)
 			ref = (*C.int16_t)(unsafe.Pointer(&f.ref[0]))
 		}
 		C.wap_frame(f.wap, (*C.int16_t)(unsafe.Pointer(&mic[0])), ref, (*C.int16_t)(unsafe.Pointer(&out[0])), 0)
 	} else if f.echo != nil {
-		f.takeFar(f.ref)
+		f.nextRef(mic)
 		C.speex_echo_cancellation(f.echo, (*C.spx_int16_t)(unsafe.Pointer(&mic[0])),
 			(*C.spx_int16_t)(unsafe.Pointer(&f.ref[0])), (*C.spx_int16_t)(unsafe.Pointer(&out[0])))
 	} else {
@@ -304,52 +336,6 @@ func (f *Filter) frame(mic []int16) {
 	for _, v := range out {
 		f.out = append(f.out, float32(v)/32768*gain)
 	}
-}
-
-// guard is the residual-echo gate's gain for this output frame (1: pass), from the reference
-// frame just consumed (f.ref), the microphone frame and the canceller's output.
-func (f *Filter) guard(mic, out []int16) float32 {
-	if !f.guardOn {
-		return 1
-	}
-	e := meanSquare(f.ref)
-	f.refRing[f.ringAt] = e
-	f.ringAt = (f.ringAt + 1) % len(f.refRing)
-	peak := 0.0
-	for _, v := range f.refRing {
-		peak = max(peak, v)
-	}
-	if peak <= guardFloor {
-		return 1 // no reference within the tail: nothing to echo
-	}
-	me, oe := meanSquare(mic), meanSquare(out)
-	if me > peak*1e-5 && oe < me*0.1 {
-		// The canceller removes ≥ 10 dB: an echo-only frame. Learn the echo path's gain as an
-		// upper envelope (fast up, slow down).
-		r := 10 * math.Log10(me/peak)
-		switch {
-		case f.erlN == 0:
-			f.erlDB = r
-		case r > f.erlDB:
-			f.erlDB += 0.5 * (r - f.erlDB)
-		default:
-			f.erlDB += 0.01 * (r - f.erlDB)
-		}
-		f.erlN++
-	}
-	erl := 0.0 // dB: until learned, the echo may be as loud as the reference
-	if f.erlN >= erlLearnFrames {
-		erl = min(f.erlDB, 0)
-	}
-	if oe > peak*math.Pow(10, erl/10)*f.guardLin {
-		f.hold = guardHoldFrames
-		return 1
-	}
-	if f.hold > 0 {
-		f.hold-- // a talker found: the quieter frames of their words pass too
-		return 1
-	}
-	return f.depthLin
 }
 
 func meanSquare(x []int16) float64 {

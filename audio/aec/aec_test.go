@@ -77,3 +77,40 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayFound: a reference whose echo reaches the microphone 150 ms late (bursts of noise
+// with a speech-like envelope, an attenuated copy plus hiss): the Filter finds the bulk delay
+// and feeds the canceller and the gate the reference that much later (less the slack).
+func TestDelayFound(t *testing.T) {
+	f, err := New(Config{Echo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const delay = 150 * Rate / 1000
+	seed := uint32(7)
+	rnd := func() float32 {
+		seed = seed*1664525 + 1013904223
+		return float32(seed>>8)/float32(1<<24) - 0.5
+	}
+	ref := make([]float32, 5*Rate)
+	for i := range ref {
+		burst := (i / 1600) % 3 // 100 ms bursts, every third one silent
+		amp := float32(0.1 * float32(burst))
+		ref[i] = amp * rnd()
+	}
+	mic := make([]float32, len(ref))
+	for i := range mic {
+		if i >= delay {
+			mic[i] = 0.3 * ref[i-delay]
+		}
+		mic[i] += 0.001 * rnd()
+	}
+	f.Far(ref)
+	for i := 0; i < len(mic); i += 320 {
+		f.Process(mic[i : i+320])
+	}
+	if want := delay/FrameSamples - delaySlack; !f.dl.known || f.dl.cur != want {
+		t.Errorf("reference delayed %d frames (known %v), want %d (150 ms less the slack)", f.dl.cur, f.dl.known, want)
+	}
+}

@@ -1,5 +1,5 @@
 // A small C shim over libwebrtc-audio-processing's C++ API (Debian
-// libwebrtc-audio-processing-dev 0.3): the echo canceller (AEC with the extended filter
+// libwebrtc-audio-processing-dev 0.3): the echo canceller (AEC with the normal filter
 // and delay-agnostic estimation) and noise suppression, 10 ms frames at 16 kHz mono.
 #include <webrtc/modules/audio_processing/include/audio_processing.h>
 #include <webrtc/modules/interface/module_common_types.h>
@@ -12,7 +12,10 @@ struct wap {
 
 extern "C" wap *wap_new(int rate, int echo, int ns_level, int delay_ms) {
 	webrtc::Config cfg;
-	cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(true));
+	// The normal filter (48 ms at 16 kHz), not the extended one: the Filter hands the reference
+	// already aligned to the echo's bulk delay (delay.go), and measured on the corpus (LLM.md)
+	// the short filter then cancels as well and hides far less double talk.
+	cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(false));
 	cfg.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(true));
 	webrtc::AudioProcessing *apm = webrtc::AudioProcessing::Create(cfg);
 	if (!apm) return nullptr;
