@@ -76,6 +76,14 @@ type model struct {
 	cacheOn    *ort.Tensor[bool]    // [true]
 	suppressed []bool               // per id: masked at every step (timestamps by the pick's mode)
 	beginSet   []bool               // per id: masked at the first generated position
+
+	counts stepCounts // this request's decoder steps (reset by transcribe)
+}
+
+// stepCounts are Result.Values and Result.CopiedBytes.
+type stepCounts struct {
+	values int
+	copied int64
 }
 
 type feedKind int
@@ -292,9 +300,10 @@ func (m *model) destroy() {
 
 // transcribe runs one window: log-mel, encoder, then the greedy loop over the merged decoder.
 // With mel non-nil (TranscribeMel) the features are the caller's and pcm is not read.
-func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeOpts) (Result, error) {
+func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeOpts) (res Result, err error) {
 	start := time.Now()
-	var res Result
+	m.counts = stepCounts{}
+	defer func() { res.Values, res.CopiedBytes = m.counts.values, m.counts.copied }()
 	if mel == nil {
 		m.melBuf = m.mel.Compute(m.melBuf, pcm)
 		mel = m.melBuf
@@ -441,6 +450,7 @@ func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs
 	if err != nil {
 		return 0, 0, err
 	}
+	m.counts.values++
 	defer idsT.Destroy()
 	var posT *ort.Tensor[int64]
 	inputs := make([]ort.Value, len(m.decoderFeed))
@@ -465,6 +475,7 @@ func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs
 					return 0, 0, err
 				}
 				defer posT.Destroy()
+				m.counts.values++
 			}
 			inputs[i] = posT
 		case feedPast:
@@ -481,6 +492,13 @@ func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs
 	dur := time.Since(t0)
 	if err != nil {
 		return 0, dur, err
+	}
+	// onnxruntime_go copied every output ORT allocated into a Go-backed tensor.
+	for _, o := range outputs {
+		if t, ok := o.(*ort.Tensor[float32]); ok {
+			m.counts.values++
+			m.counts.copied += int64(len(t.GetData())) * 4
+		}
 	}
 	logits := outputs[0]
 	defer logits.Destroy()
