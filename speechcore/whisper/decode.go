@@ -4,9 +4,8 @@ import (
 	"math"
 	"time"
 
-	ort "github.com/yalue/onnxruntime_go"
-
 	"github.com/voiced/voiced/audio"
+	"github.com/voiced/voiced/speechcore/runtime"
 )
 
 // Segment is one timed stretch of a window's transcript, from Whisper's timestamp tokens: Start
@@ -161,29 +160,22 @@ func logSumExp(row []float32, from, to int, allowed func(int) bool) (float64, bo
 
 // detect runs the decoder once over <|startoftranscript|> and picks the language token with the
 // highest score among those the tokenizer has (openai's detect_language). Its caches are its own
-// and destroyed before it returns.
-func (m *model) detect(run runFunc, enc ort.Value) (string, time.Duration, error) {
-	past := make([]ort.Value, m.layers*4)
-	owned := make([]ort.Value, m.layers*4)
-	defer func() {
-		for _, v := range owned {
-			if v != nil {
-				v.Destroy()
-			}
-		}
-	}()
-	lang := m.dec.languages[0]
-	choose := func(row []float32) int {
-		best := float32(math.Inf(-1))
-		for i, id := range m.dec.langIDs {
-			if id < len(row) && row[id] > best {
-				best, lang = row[id], m.dec.languages[i]
-			}
-		}
-		return 0
+// and released before it returns.
+func (m *model) detect(r *runner, enc runtime.Value) (string, time.Duration, error) {
+	st := m.newKV()
+	defer m.closeKV(st)
+	row, dur, err := m.step(r, enc, st, []int{m.dec.sot}, 0, true)
+	if err != nil {
+		return "", dur, err
 	}
-	_, dur, err := m.step(run, enc, past, owned, []int{m.dec.sot}, 0, true, choose)
-	return lang, dur, err
+	lang := m.dec.languages[0]
+	best := float32(math.Inf(-1))
+	for i, id := range m.dec.langIDs {
+		if id < len(row) && row[id] > best {
+			best, lang = row[id], m.dec.languages[i]
+		}
+	}
+	return lang, dur, nil
 }
 
 // finish fills the result from the generated ids: text, text tokens, segments (timestamps) and
