@@ -124,3 +124,21 @@ func TestDecodeGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeLoopCopiesNothing (issue 26 item 4): the decoder's outputs stay ONNX Runtime's own
+// values: no byte of the KV cache or logits is copied into Go memory, and the values created are
+// step 0's two input tensors and its 1+4L outputs, then per step the logits and the 2L
+// self-attention presents only (the cache branch's empty cross presents are not asked for).
+func TestDecodeLoopCopiesNothing(t *testing.T) {
+	e := loadEngine(t, Options{})
+	pcm := audio.Resample(speakFixture(t, fixture.PhonemeIDs(roundTripPhonemes)), fixture.SampleRate, audio.WhisperSampleRate)
+	res, err := e.Transcribe(context.Background(), pcm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	L := e.model.layers
+	want := 2 + (1 + 4*L) + (res.Steps-1)*(1+2*L)
+	if res.CopiedBytes != 0 || res.Values != want || res.Steps < 10 {
+		t.Fatalf("%d steps: %d values created, %d bytes copied; want %d values, 0 bytes", res.Steps, res.Values, res.CopiedBytes, want)
+	}
+}
