@@ -295,6 +295,11 @@ func (m *model) makeConstants() error {
 	}
 	m.emptyPastIn, m.cacheOffIn, m.cacheOnIn = runtime.InputOf(m.emptyPast), runtime.InputOf(m.cacheOff), runtime.InputOf(m.cacheOn)
 	m.oneIDIn, m.onePosIn = runtime.InputOf(m.oneID), runtime.InputOf(m.onePos)
+	return m.makeMasks()
+}
+
+// makeMasks builds the per-id suppression masks pick reads.
+func (m *model) makeMasks() error {
 	m.suppressed = make([]bool, m.vocab)
 	for _, id := range m.dec.suppress {
 		m.suppressed[id] = true
