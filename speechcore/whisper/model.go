@@ -88,6 +88,7 @@ type model struct {
 	emptyPastIn, cacheOffIn, cacheOnIn, oneIDIn, onePosIn runtime.Input
 	suppressed                                            []bool // per id: masked at every step (timestamps by the pick's mode)
 	beginSet                                              []bool // per id: masked at the first generated position
+	beginMask                                             []bool // suppressed or beginSet: the first position's mask
 
 	counts stepCounts // this request's decoder steps (reset by transcribe)
 }
@@ -307,6 +308,10 @@ func (m *model) makeMasks() error {
 	m.beginSet = make([]bool, m.vocab)
 	for _, id := range m.dec.beginSuppress {
 		m.beginSet[id] = true
+	}
+	m.beginMask = make([]bool, m.vocab)
+	for id := range m.beginMask {
+		m.beginMask[id] = m.suppressed[id] || m.beginSet[id]
 	}
 	return nil
 }
