@@ -153,3 +153,23 @@ func TestLedgerHeardAndHandedOverSpendQuota(t *testing.T) {
 		})
 	}
 }
+
+// rateLimits reports the seconds of audio left (whole seconds, never below 0) and the seconds
+// until the next UTC midnight; nothing without a quota. Found by make mutate: the reset's and the
+// remaining seconds' scale could be broken with every test passing.
+func TestLedgerRateLimits(t *testing.T) {
+	l := newTestLedger(t, 90500*time.Millisecond, nil)
+	now := time.Date(2026, 12, 6, 23, 0, 0, 0, time.FixedZone("CET", 3600)) // 22:00 UTC
+	rl := l.rateLimits(now)
+	if len(rl) != 1 || rl[0].Name != "tokens" || rl[0].Remaining != 90 || rl[0].ResetSeconds != 7200 {
+		t.Fatalf("90.5 s left at 22:00 UTC: %+v, want tokens, 90 remaining, reset in 7200 s", rl)
+	}
+	l.budgetLeft.Store(int64(-time.Second))
+	if rl := l.rateLimits(now); len(rl) != 1 || rl[0].Remaining != 0 {
+		t.Fatalf("overspent: %+v, want 0 remaining", rl)
+	}
+	l.budgetLimited.Store(false)
+	if rl := l.rateLimits(now); rl != nil {
+		t.Fatalf("no quota: %+v, want none", rl)
+	}
+}
