@@ -3,7 +3,8 @@
 # costs money or trust: session's tickets, principal, metering and quota; door; meter; the service
 # token check in cmd/voiced. Each mutant runs its package's tests; a LIVED mutant is a bug no test
 # notices. Results: var/mutate/<name>.json (gremlins' report) and var/mutate/summary.txt.
-# Usage: scripts/mutate.sh [name...]   (names: session door meter auth; default all)
+# Usage: scripts/mutate.sh [name...]   (names: session door meter auth; default all; session is
+# session-auth (ticket, tickets_redis, principal, mint) and session-meter (metering), each alone too)
 # MUTATE_WORKERS (1) mutants run at once; MUTATE_TIMEOUT (3600 s) per package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,17 +40,25 @@ run() {
     grep -E 'LIVED|TIMED OUT|Killed:|Timed out:|Test efficacy|Mutator coverage' || true
 }
 
-names=("$@")
-((${#names[@]})) || names=(session door meter auth)
+names=()
+for n in "${@:-session door meter auth}"; do
+  for n in $n; do
+    [[ $n == session ]] && names+=(session-auth session-meter) || names+=("$n")
+  done
+done
+# Each session mutant runs only the tests of its files (the whole suite runs conversations: minutes).
+session_auth_tests='TestVerifier.*|TestReservedSubject|TestMint.*|TestTicketStore.*|TestRedisTickets.*|TestOrgRuleBindsTheTicket|TestOpenAIShapedMint|TestSocketAuth|TestSubprotocolTicketAndEcho|TestPlainGetKeepsTicket|TestJWTNotInQuery|TestPrincipalBuckets'
+session_meter_tests='TestConversation.*Meter.*|TestConcurrentRepliesShareQuota|TestBudgetClosesConversation|TestCreatedAudioItemIsMetered|TestMeterWriteOutlivesTheConversation|TestEnginePlayerMetersPlayed|TestHeardAudioSpendsQuota|TestLedger.*'
 for n in "${names[@]}"; do
   case $n in
-  # session's whole suite runs conversations (minutes): each mutant runs the tests of these files.
-  session) run session session '^(TestVerifier.*|TestReservedSubject|TestMint.*|TestTicketStore.*|TestRedisTickets.*|TestOrgRuleBindsTheTicket|TestOpenAIShapedMint|TestSocketAuth|TestSubprotocolTicketAndEcho|TestPlainGetKeepsTicket|TestJWTNotInQuery|TestConversation.*Meter.*|TestConcurrentRepliesShareQuota|TestBudgetClosesConversation|TestCreatedAudioItemIsMetered|TestMeterWriteOutlivesTheConversation|TestEnginePlayerMetersPlayed|TestPrincipalBuckets)$' keep session ticket.go tickets_redis.go principal.go metering.go mint.go ;;
+  # session = session-auth (tickets, principal, mint) + session-meter (metering, quota).
+  session-auth) run session-auth session "^($session_auth_tests)\$" keep session ticket.go tickets_redis.go principal.go mint.go ;;
+  session-meter) run session-meter session "^($session_meter_tests)\$" keep session metering.go ;;
   door) run door door "" true ;;
   meter) run meter meter "" true ;;
   # cmd/voiced's whole suite starts servers (minutes): the service-token check has its own tests.
   auth) run auth cmd/voiced '^(TestBearerServiceToken|TestServiceTokenPrecedence|TestAuthValidate)$' keep cmd/voiced auth.go ;;
-  *) echo "unknown package set $n (session door meter auth)" >&2; exit 2 ;;
+  *) echo "unknown package set $n (session session-auth session-meter door meter auth)" >&2; exit 2 ;;
   esac
 done
 {
