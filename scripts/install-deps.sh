@@ -8,7 +8,8 @@ set -euo pipefail
 # pkg-config: audio/opus's cgo asks it.
 pkgs=(espeak-ng libespeak-ng-dev libopus-dev libopus0 libmp3lame-dev ffmpeg libwebrtc-audio-processing-dev libspeexdsp-dev g++ gcc make pkg-config ca-certificates)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(pocketsphinx-testdata sox postgresql redis-server chromium)
+  # bucklespring-data: real keyboard recordings for the issue 22 noise corpus (tests/rooms_corpus_test.go).
+  pkgs+=(pocketsphinx-testdata sox bucklespring-data postgresql redis-server chromium)
   # make image-test: podman (runc: crun fails on some cgroup layouts), debootstrap for the bases.
   pkgs+=(podman runc debootstrap)
 fi
