@@ -91,7 +91,13 @@ func TestMeterSurvivesKill9(t *testing.T) {
 	user := "crash-" + randHex(4)
 	c := s.dialRealtime(t, s.mintBeta(t, s.jwt(user, "acme")), true)
 	c.until("session.created", nil)
-	c.send(betaSessionUpdate(nil))
+	// This client never plays the reply, so its microphone holds no echo: echo cancellation off.
+	// On, the reply's 2.7 s would be taken as playing under the speech that follows it, and the
+	// residual-echo gate (audio/aec) would withhold the speech quieter than that reply — heard
+	// seconds the reference session below, with no reply before, would count.
+	update := betaSessionUpdate(nil)
+	update["session"].(map[string]any)["voiced"] = map[string]any{"echo_cancellation": false}
+	c.send(update)
 	c.until("session.updated", nil)
 
 	_, received := textTurn(t, c, "Please count my seconds.")
