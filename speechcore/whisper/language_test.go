@@ -114,22 +114,7 @@ func TestLanguageRefusals(t *testing.T) {
 		t.Fatalf("default fr: %v", err)
 	}
 
-	// An English-only checkpoint: the fixture's files with is_multilingual false.
-	dir := t.TempDir()
-	for _, f := range []string{FileEncoder, FileDecoderMerged, FileTokenizer, FileConfig, FileGenerationConfig} {
-		data, err := os.ReadFile(filepath.Join(whisperDir(), f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == FileGenerationConfig {
-			var gen map[string]any
-			json.Unmarshal(data, &gen)
-			gen["is_multilingual"] = false
-			delete(gen, "lang_to_id")
-			data, _ = json.Marshal(gen)
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o644)
-	}
+	dir := englishOnlyDir(t)
 	en, err := Load(context.Background(), testEnv, dir, Options{SkipWarmup: true, ModelID: "whisper-fixture.en"})
 	if err != nil {
 		t.Fatal(err)
@@ -197,4 +182,26 @@ func TestTimestampSegments(t *testing.T) {
 	if err != nil || plain.Segments != nil || plain.Text != fixture.Phonemes(a) {
 		t.Fatalf("no timestamps: %q %+v %v", plain.Text, plain.Segments, err)
 	}
+}
+
+// englishOnlyDir is an English-only checkpoint: the fixture's files with is_multilingual false
+// and no lang_to_id, as whisper-small.en's generation_config.json.
+func englishOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{FileEncoder, FileDecoderMerged, FileTokenizer, FileConfig, FileGenerationConfig} {
+		data, err := os.ReadFile(filepath.Join(whisperDir(), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == FileGenerationConfig {
+			var gen map[string]any
+			json.Unmarshal(data, &gen)
+			gen["is_multilingual"] = false
+			delete(gen, "lang_to_id")
+			data, _ = json.Marshal(gen)
+		}
+		os.WriteFile(filepath.Join(dir, f), data, 0o644)
+	}
+	return dir
 }

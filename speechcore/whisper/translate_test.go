@@ -2,10 +2,7 @@ package whisper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/voiced/voiced/audio"
@@ -46,20 +43,7 @@ func TestTranslate(t *testing.T) {
 		t.Fatalf("English translated: %q in %q %v", res.Text, res.Language, err)
 	}
 
-	dir := t.TempDir()
-	for _, f := range []string{FileEncoder, FileDecoderMerged, FileTokenizer, FileConfig, FileGenerationConfig} {
-		data, err := os.ReadFile(filepath.Join(whisperDir(), f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == FileGenerationConfig {
-			var gen map[string]any
-			json.Unmarshal(data, &gen)
-			gen["is_multilingual"] = false
-			data, _ = json.Marshal(gen)
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o644)
-	}
+	dir := englishOnlyDir(t)
 	eng, err := Load(context.Background(), testEnv, dir, Options{SkipWarmup: true, ModelID: "whisper-fixture.en"})
 	if err != nil {
 		t.Fatal(err)
