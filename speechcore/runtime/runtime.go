@@ -28,10 +28,17 @@ type Config struct {
 	Device string
 	// CUDADeviceID picks the GPU when Device is "cuda".
 	CUDADeviceID int
+	// CacheMemory is where tensors bound between runs live (the Whisper decoder's KV cache and
+	// the encoder's output): "" for the provider's device (CUDA device memory under "cuda"), or
+	// CacheMemoryCPU for host memory whatever the device (see Env.CacheMemory).
+	CacheMemory string
 	// IntraOpThreads and InterOpThreads bound ONNX Runtime's thread pools; 0 lets it choose.
 	IntraOpThreads int
 	InterOpThreads int
 }
+
+// CacheMemoryCPU is Config.CacheMemory's host-memory choice.
+const CacheMemoryCPU = "cpu"
 
 // Sentinel errors, matched with errors.Is.
 var (
@@ -65,6 +72,9 @@ func Open(cfg Config) (*Env, error) {
 	if cfg.Device != DeviceCPU && cfg.Device != DeviceCUDA {
 		return nil, fmt.Errorf("%w %q: use cpu or cuda", ErrUnknownDevice, cfg.Device)
 	}
+	if cfg.CacheMemory != "" && cfg.CacheMemory != CacheMemoryCPU {
+		return nil, fmt.Errorf("%w: cache memory %q: use \"\" (the device's) or cpu", ErrUnknownDevice, cfg.CacheMemory)
+	}
 	if cfg.IntraOpThreads < 0 || cfg.InterOpThreads < 0 {
 		return nil, fmt.Errorf("onnx runtime threads must be >= 0 (intra %d, inter %d)", cfg.IntraOpThreads, cfg.InterOpThreads)
 	}
@@ -82,6 +92,10 @@ func Open(cfg Config) (*Env, error) {
 	ort.SetSharedLibraryPath(cfg.LibPath)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
 		return nil, fmt.Errorf("initialise onnx runtime from %s: %w", cfg.LibPath, err)
+	}
+	if err := openBinding(cfg.LibPath); err != nil {
+		ort.DestroyEnvironment()
+		return nil, err
 	}
 	e := &Env{cfg: cfg, provider: "cpu"}
 	if cfg.Device == DeviceCUDA {

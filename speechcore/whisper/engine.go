@@ -60,6 +60,11 @@ type Result struct {
 	Segments []Segment
 	// Logprobs are the text tokens' log-probabilities (Request.Logprobs).
 	Logprobs []TokenLogprob
+	// Values counts the ONNX Runtime values the decoder steps created (the loop's input tensors
+	// and the outputs ONNX Runtime handed back); CopiedBytes counts the tensor bytes copied
+	// between ONNX Runtime's buffers and Go memory on the way (the bench's "fewer copies").
+	Values      int
+	CopiedBytes int64
 }
 
 // Stats are the engine's load figures and its queue now.

@@ -57,9 +57,17 @@ type model struct {
 	encoder      *runtime.Session
 	decoder      *runtime.Session
 	encoderInput string
-	nMels        int
-	mel          *audio.Mel // the front end and its buffer, reused request after request
-	melBuf       []float32
+	// The sessions run through ONNX Runtime I/O bindings (issue 26 item 4): the encoder's output
+	// and the decoder's presents are bound to cache memory (the provider's device; host memory on
+	// the CPU provider) and fed back as inputs where they lie; logits are bound to host memory.
+	encBind, decBind *runtime.Binding
+	host, cache      *runtime.Memory
+	encoderOutput    string
+	inputNames       []string // the decoder's declared inputs
+	presentNames     []string // per presentSlot
+	nMels            int
+	mel              *audio.Mel // the front end and its buffer, reused request after request
+	melBuf           []float32
 
 	layers, heads, headDim int
 	vocab                  int
@@ -71,11 +79,24 @@ type model struct {
 	presentSlot []kvSlot // per requested output after logits
 
 	// Constant tensors, created at load and destroyed with the model.
-	emptyPast  *ort.Tensor[float32] // [1, H, 0, hd]
-	cacheOff   *ort.Tensor[bool]    // [false]
-	cacheOn    *ort.Tensor[bool]    // [true]
-	suppressed []bool               // per id: masked at every step (timestamps by the pick's mode)
-	beginSet   []bool               // per id: masked at the first generated position
+	emptyPast *ort.Tensor[float32] // [1, H, 0, hd]
+	cacheOff  *ort.Tensor[bool]    // [false]
+	cacheOn   *ort.Tensor[bool]    // [true]
+	oneID     *ort.Tensor[int64]   // [1, 1]: a step's one new id, rewritten and bound again each step
+	onePos    *ort.Tensor[int64]   // [1]: its cache_position
+	// Their ONNX Runtime values, borrowed once for binding.
+	emptyPastIn, cacheOffIn, cacheOnIn, oneIDIn, onePosIn runtime.Input
+	suppressed                                            []bool // per id: masked at every step (timestamps by the pick's mode)
+	beginSet                                              []bool // per id: masked at the first generated position
+	beginMask                                             []bool // suppressed or beginSet: the first position's mask
+
+	counts stepCounts // this request's decoder steps (reset by transcribe)
+}
+
+// stepCounts are Result.Values and Result.CopiedBytes.
+type stepCounts struct {
+	values int
+	copied int64
 }
 
 type feedKind int
@@ -127,6 +148,9 @@ func openModel(env *runtime.Env, dir string) (*model, error) {
 	if err := m.makeConstants(); err != nil {
 		return nil, err
 	}
+	if err := m.bind(env); err != nil {
+		return nil, err
+	}
 	ok = true
 	return m, nil
 }
@@ -146,6 +170,7 @@ func (m *model) checkEncoder() error {
 	if len(m.encoder.Outputs) == 0 || m.encoder.Outputs[0].DataType != ort.TensorElementDataTypeFloat {
 		return fmt.Errorf("%w: %s must output float32 last_hidden_state", ErrUnsupportedIO, FileEncoder)
 	}
+	m.encoderOutput = m.encoder.Outputs[0].Name
 	return nil
 }
 
@@ -154,7 +179,9 @@ func (m *model) planDecoder(ins, outs []ort.InputOutputInfo) ([]string, error) {
 	seen := make([]bool, m.layers*4)
 	m.decoderFeed = make([]feedKind, len(ins))
 	m.pastSlot = make([]kvSlot, len(ins))
+	m.inputNames = make([]string, len(ins))
 	for i, in := range ins {
+		m.inputNames[i] = in.Name
 		if in.DataType == ort.TensorElementDataTypeFloat16 {
 			return nil, fmt.Errorf("%w: input %s is float16; only float32 I/O is fed (use the fp32 or _quantized export)", ErrUnsupportedIO, in.Name)
 		}
@@ -217,6 +244,7 @@ func (m *model) planDecoder(ins, outs []ort.InputOutputInfo) ([]string, error) {
 		}
 		wanted = append(wanted, o.Name)
 		m.presentSlot = append(m.presentSlot, slot)
+		m.presentNames = append(m.presentNames, o.Name)
 	}
 	if logits == nil || logits.DataType != ort.TensorElementDataTypeFloat {
 		return nil, fmt.Errorf("%w: the decoder must output float32 %s", ErrUnsupportedIO, outLogits)
@@ -260,6 +288,19 @@ func (m *model) makeConstants() error {
 	if m.cacheOn, err = ort.NewTensor(ort.NewShape(1), []bool{true}); err != nil {
 		return fmt.Errorf("whisper: use_cache_branch tensor: %w", err)
 	}
+	if m.oneID, err = ort.NewTensor(ort.NewShape(1, 1), []int64{0}); err != nil {
+		return fmt.Errorf("whisper: input_ids tensor: %w", err)
+	}
+	if m.onePos, err = ort.NewTensor(ort.NewShape(1), []int64{0}); err != nil {
+		return fmt.Errorf("whisper: cache_position tensor: %w", err)
+	}
+	m.emptyPastIn, m.cacheOffIn, m.cacheOnIn = runtime.InputOf(m.emptyPast), runtime.InputOf(m.cacheOff), runtime.InputOf(m.cacheOn)
+	m.oneIDIn, m.onePosIn = runtime.InputOf(m.oneID), runtime.InputOf(m.onePos)
+	return m.makeMasks()
+}
+
+// makeMasks builds the per-id suppression masks pick reads.
+func (m *model) makeMasks() error {
 	m.suppressed = make([]bool, m.vocab)
 	for _, id := range m.dec.suppress {
 		m.suppressed[id] = true
@@ -268,10 +309,40 @@ func (m *model) makeConstants() error {
 	for _, id := range m.dec.beginSuppress {
 		m.beginSet[id] = true
 	}
+	m.beginMask = make([]bool, m.vocab)
+	for id := range m.beginMask {
+		m.beginMask[id] = m.suppressed[id] || m.beginSet[id]
+	}
+	return nil
+}
+
+// bind creates the sessions' I/O bindings and the memories they allocate outputs in.
+func (m *model) bind(env *runtime.Env) error {
+	var err error
+	if m.host, err = env.HostMemory(); err != nil {
+		return fmt.Errorf("whisper: %w", err)
+	}
+	if m.cache, err = env.CacheMemory(); err != nil {
+		return fmt.Errorf("whisper: %w", err)
+	}
+	if m.encBind, err = m.encoder.NewBinding(); err != nil {
+		return fmt.Errorf("whisper encoder: %w", err)
+	}
+	if m.decBind, err = m.decoder.NewBinding(); err != nil {
+		return fmt.Errorf("whisper decoder: %w", err)
+	}
 	return nil
 }
 
 func (m *model) destroy() {
+	for _, b := range []*runtime.Binding{m.encBind, m.decBind} {
+		if b != nil {
+			b.Destroy()
+		}
+	}
+	m.encBind, m.decBind = nil, nil
+	m.host.Release()
+	m.cache.Release()
 	for _, v := range []interface{ Destroy() error }{m.encoder, m.decoder} {
 		if v != nil && v != (*runtime.Session)(nil) {
 			v.Destroy()
@@ -287,20 +358,27 @@ func (m *model) destroy() {
 			t.Destroy()
 		}
 	}
+	for _, t := range []*ort.Tensor[int64]{m.oneID, m.onePos} {
+		if t != nil {
+			t.Destroy()
+		}
+	}
+	m.oneID, m.onePos = nil, nil
 	m.encoder, m.decoder, m.emptyPast, m.cacheOff, m.cacheOn = nil, nil, nil, nil, nil
 }
 
 // transcribe runs one window: log-mel, encoder, then the greedy loop over the merged decoder.
 // With mel non-nil (TranscribeMel) the features are the caller's and pcm is not read.
-func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeOpts) (Result, error) {
+func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeOpts) (res Result, err error) {
 	start := time.Now()
-	var res Result
+	m.counts = stepCounts{}
+	defer func() { res.Values, res.CopiedBytes = m.counts.values, m.counts.copied }()
 	if mel == nil {
 		m.melBuf = m.mel.Compute(m.melBuf, pcm)
 		mel = m.melBuf
 	}
 	res.Features = time.Since(start)
-	run, stop, err := m.runner(ctx)
+	r, stop, err := m.runner(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -310,21 +388,28 @@ func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeO
 		return res, fmt.Errorf("whisper: features tensor: %w", err)
 	}
 	defer feat.Destroy()
-	encOut := []ort.Value{nil}
+	var enc [1]runtime.Value
 	t0 := time.Now()
-	err = run(m.encoder, []ort.Value{feat}, encOut)
+	err = m.encBind.BindInput(m.encoderInput, runtime.InputOf(feat))
+	if err == nil {
+		m.encBind.ClearOutputs()
+		err = m.encBind.BindOutput(m.encoderOutput, m.cache)
+	}
+	if err == nil {
+		err = r.run(m.encBind, enc[:])
+	}
+	m.encBind.Clear() // the binding keeps no reference to the features or the output
 	res.Encode = time.Since(t0)
 	res.InModel += res.Encode
 	if err != nil {
 		return res, fmt.Errorf("whisper encoder: %w", err)
 	}
-	enc := encOut[0]
-	defer enc.Destroy()
+	defer enc[0].Release()
 
 	res.Language = opts.language
 	if opts.detect {
 		t1 := time.Now()
-		lang, dur, err := m.detect(run, enc)
+		lang, dur, err := m.detect(r, enc[0])
 		res.Detect = time.Since(t1)
 		res.InModel += dur
 		res.Steps++
@@ -334,7 +419,7 @@ func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeO
 		res.Language, res.Detected = lang, true
 	}
 	opts.prompt = m.dec.promptFor(res.Language, opts.timestamps, opts.translate)
-	tokens, logprobs, steps, inModel, err := m.greedy(ctx, run, enc, opts)
+	tokens, logprobs, steps, inModel, err := m.greedy(r, enc[0], opts)
 	res.InModel += inModel
 	res.Steps += steps
 	if err != nil {
@@ -345,11 +430,27 @@ func (m *model) transcribe(ctx context.Context, pcm, mel []float32, opts decodeO
 	return res, nil
 }
 
-type runFunc func(s *runtime.Session, in, out []ort.Value) error
+// runner runs the bindings for one request: its RunOptions are terminated when ctx ends, so a
+// long encoder pass stops too, not only the loop between steps.
+type runner struct {
+	ctx context.Context
+	ro  *ort.RunOptions
+}
 
-// runner returns the session runner for one request: its RunOptions are terminated when ctx
-// ends, so a long encoder pass stops too, not only the loop between steps.
-func (m *model) runner(ctx context.Context) (runFunc, func(), error) {
+func (r *runner) run(b *runtime.Binding, out []runtime.Value) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.Run(r.ro, out); err != nil {
+		if r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		return err
+	}
+	return nil
+}
+
+func (m *model) runner(ctx context.Context) (*runner, func(), error) {
 	ro, err := ort.NewRunOptions()
 	if err != nil {
 		return nil, nil, fmt.Errorf("whisper: run options: %w", err)
@@ -359,18 +460,6 @@ func (m *model) runner(ctx context.Context) (runFunc, func(), error) {
 		ro.Terminate()
 		close(terminated)
 	})
-	run := func(s *runtime.Session, in, out []ort.Value) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := s.RunWithOptions(in, out, ro); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		return nil
-	}
 	stop := func() {
 		// AfterFunc may be running Terminate: wait for it before destroying the options.
 		if !stopAfter() {
@@ -378,28 +467,49 @@ func (m *model) runner(ctx context.Context) (runFunc, func(), error) {
 		}
 		ro.Destroy()
 	}
-	return run, stop, nil
+	return &runner{ctx: ctx, ro: ro}, stop, nil
+}
+
+// kvState is one decode's cache: ONNX Runtime's own present values from the last steps, bound as
+// the next step's pasts where they lie (never copied), and what the binding holds now.
+type kvState struct {
+	past    []runtime.Value // by kvSlot.index(); nil = empty
+	bound   []runtime.Input // per decoder input: the value bound now (rebinding only what changed)
+	logits  runtime.Value   // the last step's, read in place until the next step
+	outputs []runtime.Value // scratch: this step's bound outputs
+	outSlot []int           // scratch: which presentSlot each output after logits is
+}
+
+func (m *model) newKV() *kvState {
+	return &kvState{
+		past:    make([]runtime.Value, m.layers*4),
+		bound:   make([]runtime.Input, len(m.decoderFeed)),
+		outputs: make([]runtime.Value, 1+len(m.presentSlot)),
+		outSlot: make([]int, 0, len(m.presentSlot)),
+	}
+}
+
+// close releases the cache and the logits and clears the binding's references to them.
+func (m *model) closeKV(st *kvState) {
+	m.decBind.Clear()
+	for i := range st.past {
+		st.past[i].Release()
+	}
+	st.logits.Release()
 }
 
 // greedy is the decoding loop of docs/models.md §1.5 and §1.8. Every declared input is fed on
 // every call; step 0 feeds empty pasts and keeps the cross-attention presents; later steps feed
-// the last token, the growing self-attention cache and the kept cross cache, and ignore the
-// empty encoder presents the cache branch returns.
-func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value, opts decodeOpts) (generated []int, logprobs []float32, steps int, inModel time.Duration, err error) {
-	past := make([]ort.Value, m.layers*4)  // indexed by kvSlot.index(); nil = empty
-	owned := make([]ort.Value, m.layers*4) // the tensors this loop created and must destroy
-	defer func() {
-		for _, v := range owned {
-			if v != nil {
-				v.Destroy()
-			}
-		}
-	}()
+// the last token, the growing self-attention cache and the kept cross cache, and do not ask for
+// the empty encoder presents the cache branch returns.
+func (m *model) greedy(r *runner, enc runtime.Value, opts decodeOpts) (generated []int, logprobs []float32, steps int, inModel time.Duration, err error) {
+	st := m.newKV()
+	defer m.closeKV(st)
 	tokens := append([]int(nil), opts.prompt...)
 	promptLen := len(tokens)
 	rules := pickRules{timestamps: opts.timestamps, logprob: opts.logprobs}
 	for len(tokens) < m.dec.maxLength {
-		if err := ctx.Err(); err != nil {
+		if err := r.ctx.Err(); err != nil {
 			return nil, nil, steps, inModel, err
 		}
 		first := steps == 0
@@ -407,19 +517,13 @@ func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value, opts dec
 		if first {
 			newIDs = tokens
 		}
-		pastLen := len(tokens) - len(newIDs)
-		var lp float32
-		choose := func(row []float32) int {
-			var next int
-			next, lp = m.pick(row, tokens[promptLen:], rules)
-			return next
-		}
-		next, dur, err := m.step(run, enc, past, owned, newIDs, pastLen, first, choose)
+		row, dur, err := m.step(r, enc, st, newIDs, len(tokens)-len(newIDs), first)
 		inModel += dur
 		steps++
 		if err != nil {
 			return nil, nil, steps, inModel, fmt.Errorf("whisper decoder step %d: %w", steps, err)
 		}
+		next, lp := m.pick(row, tokens[promptLen:], rules)
 		if next == m.dec.eot {
 			break
 		}
@@ -431,83 +535,100 @@ func (m *model) greedy(ctx context.Context, run runFunc, enc ort.Value, opts dec
 	return tokens[promptLen:], logprobs, steps, inModel, nil
 }
 
-// step runs one decoder call and picks the next token from the last logits row with choose.
-func (m *model) step(run runFunc, enc ort.Value, past, owned []ort.Value, newIDs []int, pastLen int, first bool, choose func(row []float32) int) (int, time.Duration, error) {
-	ids := make([]int64, len(newIDs))
-	for i, id := range newIDs {
-		ids[i] = int64(id)
+// step runs one decoder call and returns the last logits row, a view on ONNX Runtime's output
+// valid until the next step or closeKV.
+func (m *model) step(r *runner, enc runtime.Value, st *kvState, newIDs []int, pastLen int, first bool) ([]float32, time.Duration, error) {
+	st.logits.Release()
+	var err error
+	ids, pos := m.oneIDIn, m.onePosIn
+	if len(newIDs) == 1 {
+		m.oneID.GetData()[0] = int64(newIDs[0])
+		m.onePos.GetData()[0] = int64(pastLen)
+	} else {
+		idData := make([]int64, len(newIDs))
+		posData := make([]int64, len(newIDs))
+		for i, id := range newIDs {
+			idData[i], posData[i] = int64(id), int64(pastLen+i)
+		}
+		idsT, err := ort.NewTensor(ort.NewShape(1, int64(len(idData))), idData)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer idsT.Destroy()
+		posT, err := ort.NewTensor(ort.NewShape(int64(len(posData))), posData)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer posT.Destroy()
+		ids, pos = runtime.InputOf(idsT), runtime.InputOf(posT)
+		m.counts.values += 2
 	}
-	idsT, err := ort.NewTensor(ort.NewShape(1, int64(len(ids))), ids)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer idsT.Destroy()
-	var posT *ort.Tensor[int64]
-	inputs := make([]ort.Value, len(m.decoderFeed))
 	for i, kind := range m.decoderFeed {
+		var v runtime.Input
 		switch kind {
 		case feedInputIDs:
-			inputs[i] = idsT
-		case feedEncoderHidden:
-			inputs[i] = enc
-		case feedUseCache:
-			inputs[i] = m.cacheOn
-			if first {
-				inputs[i] = m.cacheOff
-			}
+			v = ids
 		case feedCachePosition:
-			if posT == nil {
-				pos := make([]int64, len(ids))
-				for j := range pos {
-					pos[j] = int64(pastLen + j)
-				}
-				if posT, err = ort.NewTensor(ort.NewShape(int64(len(pos))), pos); err != nil {
-					return 0, 0, err
-				}
-				defer posT.Destroy()
+			v = pos
+		case feedEncoderHidden:
+			v = enc.Input()
+		case feedUseCache:
+			v = m.cacheOnIn
+			if first {
+				v = m.cacheOffIn
 			}
-			inputs[i] = posT
 		case feedPast:
-			v := past[m.pastSlot[i].index()]
-			if v == nil {
-				v = m.emptyPast
+			v = m.emptyPastIn
+			if p := st.past[m.pastSlot[i].index()]; !p.IsNil() {
+				v = p.Input()
 			}
-			inputs[i] = v
 		}
-	}
-	outputs := make([]ort.Value, 1+len(m.presentSlot))
-	t0 := time.Now()
-	err = run(m.decoder, inputs, outputs)
-	dur := time.Since(t0)
-	if err != nil {
-		return 0, dur, err
-	}
-	logits := outputs[0]
-	defer logits.Destroy()
-	for i, slot := range m.presentSlot {
-		out := outputs[1+i]
-		k := slot.index()
-		if slot.cross && !first {
-			// The cache branch's encoder presents are empty constants: keep the step-0 ones.
-			out.Destroy()
+		// The ids and position tensors are rewritten in place: bind them again every step (a
+		// device provider copies host inputs at bind time).
+		if v == st.bound[i] && kind != feedInputIDs && kind != feedCachePosition {
 			continue
 		}
-		if owned[k] != nil {
-			owned[k].Destroy()
+		if err := m.decBind.BindInput(m.inputNames[i], v); err != nil {
+			st.bound[i] = runtime.Input{}
+			return nil, 0, err
 		}
-		owned[k] = out
-		past[k] = out
+		st.bound[i] = v
 	}
-	lt, ok := logits.(*ort.Tensor[float32])
-	if !ok {
-		return 0, dur, fmt.Errorf("%w: logits are not float32", ErrUnsupportedIO)
+	m.decBind.ClearOutputs()
+	if err := m.decBind.BindOutput(outLogits, m.host); err != nil {
+		return nil, 0, err
 	}
-	shape := lt.GetShape()
-	if len(shape) != 3 || shape[1] != int64(len(ids)) || shape[2] <= 0 {
-		return 0, dur, fmt.Errorf("%w: logits shape %v for %d input ids", ErrUnsupportedIO, shape, len(ids))
+	st.outSlot = st.outSlot[:0]
+	for j, slot := range m.presentSlot {
+		if slot.cross && !first {
+			continue // the cache branch's encoder presents are empty: keep step 0's
+		}
+		if err := m.decBind.BindOutput(m.presentNames[j], m.cache); err != nil {
+			return nil, 0, err
+		}
+		st.outSlot = append(st.outSlot, j)
+	}
+	out := st.outputs[:1+len(st.outSlot)]
+	t0 := time.Now()
+	err = r.run(m.decBind, out)
+	dur := time.Since(t0)
+	if err != nil {
+		return nil, dur, err
+	}
+	m.counts.values += len(out)
+	st.logits = out[0]
+	for i, j := range st.outSlot {
+		k := m.presentSlot[j].index()
+		st.past[k].Release()
+		st.past[k] = out[1+i]
+	}
+	data, shape, err := st.logits.Float32s()
+	if err != nil {
+		return nil, dur, fmt.Errorf("%w: logits: %v", ErrUnsupportedIO, err)
+	}
+	if len(shape) != 3 || shape[1] != int64(len(newIDs)) || shape[2] <= 0 {
+		return nil, dur, fmt.Errorf("%w: logits shape %v for %d input ids", ErrUnsupportedIO, shape, len(newIDs))
 	}
 	v := int(shape[2])
-	data := lt.GetData()
-	row := data[(len(ids)-1)*v : len(ids)*v]
-	return choose(row), dur, nil
+	return data[(len(newIDs)-1)*v : len(newIDs)*v], dur, nil
 }
