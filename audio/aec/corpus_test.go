@@ -243,6 +243,7 @@ func median(x []float64) float64 {
 // The real Silero model on the real ONNX Runtime, opened once for the package's tests.
 var (
 	testEnvErr  error
+	testEnv     *runtime.Env
 	sharedModel *squelch.Model
 )
 
@@ -250,6 +251,7 @@ func TestMain(m *testing.M) {
 	var env *runtime.Env
 	if lib := runtime.LibPathFromEnv(); lib != "" && os.Getenv("VOICED_SILERO_MODEL") != "" {
 		env, testEnvErr = runtime.Open(runtime.Config{LibPath: lib})
+		testEnv = env
 		if testEnvErr == nil {
 			sharedModel, testEnvErr = squelch.Load(env, os.Getenv("VOICED_SILERO_MODEL"))
 		}
