@@ -11,8 +11,8 @@ import (
 )
 
 // echoTurns plays a reply's audio back into the microphone of a WebSocket session (50 ms late,
-// at half its level, as a speaker in a room would) while the user is silent, then commits, and
-// returns how many turns the detector started on it.
+// at half its level, as a speaker in a room would) while the user is silent, streaming it in
+// real time, then commits, and returns how many turns the detector started on it.
 func echoTurns(t *testing.T, echo any) int {
 	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{EchoCancel: true, Engines: Engines{Ears: fakeEars{"hm"}, Voice: fakeVoice{},
@@ -27,8 +27,12 @@ func echoTurns(t *testing.T, echo any) int {
 	c.until("conversation.item.done")
 	c.send(map[string]any{"type": "response.create"})
 	var reply []int16
+	var first time.Time // when the client started playing the reply
 	for _, ev := range c.until("response.done") {
 		if ev["type"] == "response.output_audio.delta" {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
 			pcm, err := audio.BytesToInt16(b)
 			if err != nil {
@@ -44,7 +48,11 @@ func echoTurns(t *testing.T, echo any) int {
 	for i, v := range reply {
 		mic[24*50+i] = v / 2
 	}
+	// A full-duplex client: its microphone streams in real time from when the reply started
+	// playing (each 20 ms append sent as its last sample is recorded; those due while the
+	// reply was still arriving go at once).
 	for i := 0; i < len(mic); i += 480 {
+		time.Sleep(time.Until(first.Add(time.Duration(i+480) * time.Second / 24000)))
 		c.send(appendEvent(audio.Int16ToBytes(mic[i:min(i+480, len(mic))])))
 	}
 	c.send(map[string]any{"type": "input_audio_buffer.commit"})
