@@ -2,15 +2,17 @@ package session
 
 import (
 	"encoding/base64"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/voiced/voiced/audio"
 	"github.com/voiced/voiced/internal/testkit"
 )
 
 // echoTurns plays a reply's audio back into the microphone of a WebSocket session (50 ms late,
-// at half its level, as a speaker in a room would) while the user is silent, then commits, and
-// returns how many turns the detector started on it.
+// at half its level, as a speaker in a room would) while the user is silent, streaming it in
+// real time, then commits, and returns how many turns the detector started on it.
 func echoTurns(t *testing.T, echo any) int {
 	testkit.CheckLeaks(t)
 	ts := newTestServer(t, Config{EchoCancel: true, Engines: Engines{Ears: fakeEars{"hm"}, Voice: fakeVoice{},
@@ -25,8 +27,12 @@ func echoTurns(t *testing.T, echo any) int {
 	c.until("conversation.item.done")
 	c.send(map[string]any{"type": "response.create"})
 	var reply []int16
+	var first time.Time // when the client started playing the reply
 	for _, ev := range c.until("response.done") {
 		if ev["type"] == "response.output_audio.delta" {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
 			pcm, err := audio.BytesToInt16(b)
 			if err != nil {
@@ -42,7 +48,11 @@ func echoTurns(t *testing.T, echo any) int {
 	for i, v := range reply {
 		mic[24*50+i] = v / 2
 	}
+	// A full-duplex client: its microphone streams in real time from when the reply started
+	// playing (each 20 ms append sent as its last sample is recorded; those due while the
+	// reply was still arriving go at once).
 	for i := 0; i < len(mic); i += 480 {
+		time.Sleep(time.Until(first.Add(time.Duration(i+480) * time.Second / 24000)))
 		c.send(appendEvent(audio.Int16ToBytes(mic[i:min(i+480, len(mic))])))
 	}
 	c.send(map[string]any{"type": "input_audio_buffer.commit"})
@@ -109,5 +119,72 @@ func TestNoiseReductionIsReal(t *testing.T) {
 	}
 	if near > off/3 || far > near {
 		t.Errorf("near_field left %.4f and far_field %.4f of a %.4f hiss; want near_field under a third, far_field no more", near, far, off)
+	}
+}
+
+// A half-duplex (push-to-talk) WebSocket client takes a reply in a burst, plays it while it sends
+// no microphone audio, then speaks: with the canceller on (the WebSocket default) every sample
+// of its speech reaches the recogniser. The reference expires by the wall clock; consumed one
+// sample per microphone sample it would still be "playing" under the speech, and the
+// residual-echo gate would withhold the speech as echo.
+func TestSpeechAfterAReplyPlayedInSilenceIsHeard(t *testing.T) {
+	testkit.CheckLeaks(t)
+	ears := &recordingEars{}
+	ts := newTestServer(t, Config{EchoCancel: true, Engines: Engines{Ears: ears, Voice: fakeVoice{}}})
+	c := ts.open(t)
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio": map[string]any{"input": map[string]any{"turn_detection": nil,
+			"transcription": map[string]any{"model": "whisper-1"}}}}})
+	c.until("session.updated")
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "Tell me a long story about the sea, the ships that sail on it and the people who wait for them."}}}})
+	c.until("conversation.item.done")
+	c.send(map[string]any{"type": "response.create"})
+	reply := 0
+	for _, ev := range c.until("response.done") {
+		if ev["type"] == "response.output_audio.delta" {
+			b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
+			reply += len(b) / 2
+		}
+	}
+	if reply < 24000 {
+		t.Fatalf("the reply spoke %d samples; want a second or more", reply)
+	}
+	// The client plays the reply (no microphone audio meanwhile), then the tail passes.
+	time.Sleep(time.Duration(reply)*time.Second/24000 + 600*time.Millisecond)
+	// The user speaks 1.5 s in the reply's own band (the reply is a 440 Hz tone), 200 ms of
+	// silence each side, sent when the push-to-talk button is let go.
+	const amp = 6000
+	mic := make([]int16, 24000*19/10)
+	for i := 4800; i < 4800+36000; i++ {
+		mic[i] = int16(amp * math.Sin(2*math.Pi*440*float64(i)/24000))
+	}
+	for i := 0; i < len(mic); i += 480 {
+		c.send(appendEvent(audio.Int16ToBytes(mic[i:min(i+480, len(mic))])))
+	}
+	c.send(map[string]any{"type": "input_audio_buffer.commit"})
+	c.until("conversation.item.input_audio_transcription.completed")
+	ears.mu.Lock()
+	defer ears.mu.Unlock()
+	if len(ears.heard) != 1 {
+		t.Fatalf("the recogniser heard %d windows; want 1", len(ears.heard))
+	}
+	h := ears.heard[0]
+	// The speech's 10 ms frames at 16 kHz, 50 ms in from each edge (the filter's latency and
+	// the resampler's).
+	want := amp / 32768.0 / math.Sqrt2
+	frames, low := 0, 0
+	for at := 3200 + 800; at+160 <= 3200+24000-800 && at+160 <= len(h); at += 160 {
+		frames++
+		if rms := float64(audio.RMS(h[at : at+160])); rms < want/2 {
+			low++
+		}
+	}
+	if frames < 140 {
+		t.Fatalf("the recogniser heard %d samples; want the whole 1.9 s", len(h))
+	}
+	if low > 0 {
+		t.Errorf("%d of the speech's %d frames reached the recogniser at under half their level (RMS %.3f): "+
+			"the speech was cleaned against a reply that had finished playing", low, frames, want)
 	}
 }

@@ -91,19 +91,17 @@ func TestMeterSurvivesKill9(t *testing.T) {
 	user := "crash-" + randHex(4)
 	c := s.dialRealtime(t, s.mintBeta(t, s.jwt(user, "acme")), true)
 	c.until("session.created", nil)
-	// This client never plays the reply, so its microphone holds no echo: echo cancellation off.
-	// On, the reply's 2.7 s would be taken as playing under the speech that follows it, and the
-	// residual-echo gate (audio/aec) would withhold the speech quieter than that reply — heard
-	// seconds the reference session below, with no reply before, would count.
-	update := betaSessionUpdate(nil)
-	update["session"].(map[string]any)["voiced"] = map[string]any{"echo_cancellation": false}
-	c.send(update)
+	c.send(betaSessionUpdate(nil))
 	c.until("session.updated", nil)
 
 	_, received := textTurn(t, c, "Please count my seconds.")
 	if received == 0 {
 		t.Fatal("the reply carried no audio")
 	}
+	// The client plays the reply before the user speaks (echo cancellation on, the WebSocket
+	// default: the server takes the reply as playing in real time from when it was sent; speech
+	// streamed while it would still be playing is gated as its echo when quieter than it).
+	time.Sleep(time.Duration(received*float64(time.Second)) + 500*time.Millisecond)
 	// The speaker talks at real time (100 ms per 100 ms: pacing, not synchronisation) and the
 	// process dies mid-utterance, before any turn end could flush it.
 	for i := 0; i < len(speech); i += 2400 {

@@ -8,8 +8,13 @@
 // Far and DropFar may be called from any goroutine (the reply's writer queues what it sent).
 // The reference is consumed at the pace of the microphone: each sample the microphone brings
 // takes one sample of reference, silence when none is queued, which is how a client's player
-// plays a reply queued faster than real time. The echo may lag the reference by up to the tail
-// (Config.TailMs): a client's playback buffer, the room, the capture buffer and the network.
+// plays a reply queued faster than real time. It is also a wall-clock schedule: a client plays
+// what it was sent in real time from when it was sent (after what it was already playing), so
+// when microphone audio arrives, the reference that finished playing more than the tail before
+// that audio began is dropped, not matched against it: a half-duplex (push-to-talk) client that
+// took a reply in a burst and sent no microphone audio while it played is not cleaned against
+// the reply once it speaks. The echo may lag the reference by up to the tail (Config.TailMs): a
+// client's playback buffer, the room, the capture buffer and the network.
 package aec
 
 /*
@@ -38,6 +43,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -137,6 +143,13 @@ type Filter struct {
 	mu      sync.Mutex
 	far     []int16 // the reference queued (under mu); far[farHead:] is not yet consumed
 	farHead int
+	// The reference's wall-clock schedule (under mu): farAbs counts the samples consumed or
+	// dropped since New (far[farHead]'s index in the whole stream), segs says when each run
+	// queued by Far plays (oldest first), farEnd when the last queued sample finishes playing.
+	farAbs int64
+	segs   []farSeg
+	farEnd time.Time
+	now    func() time.Time
 
 	// The residual-echo gate (frame's goroutine; guard.go) and the reference's alignment
 	// (delay.go).
@@ -178,7 +191,7 @@ func New(cfg Config) (*Filter, error) {
 		cfg.GuardMarginDB = DefaultGuardMarginDB
 	}
 	f := &Filter{cfg: cfg, out: make([]float32, FrameSamples, 4*FrameSamples),
-		ref: make([]int16, FrameSamples), buf: make([]int16, FrameSamples)}
+		ref: make([]int16, FrameSamples), buf: make([]int16, FrameSamples), now: time.Now}
 	if cfg.Echo {
 		tail := max(cfg.TailMs/10, 1)
 		f.raw = make([]int16, FrameSamples)
@@ -263,8 +276,21 @@ func (f *Filter) Close() {
 	}
 }
 
+// farSeg is one run of reference queued by Far: abs is its first sample's index in the whole
+// stream, at when that sample plays.
+type farSeg struct {
+	abs int64
+	at  time.Time
+}
+
+// SetClock replaces the wall clock the reference's schedule runs on (time.Now): for a
+// simulation that feeds the microphone faster than real time as if it were real time. Call it
+// before any Far or Process.
+func (f *Filter) SetClock(now func() time.Time) { f.now = now }
+
 // Far queues reference audio (Rate, [-1, 1]): what the client is about to play, in the order
-// it plays. Safe from any goroutine. Past MaxFar queued, the rest is not queued.
+// it plays, starting now or when what it was sent before finishes playing, whichever is later.
+// Safe from any goroutine. Past MaxFar queued, the rest is not queued.
 func (f *Filter) Far(pcm []float32) {
 	if !f.cfg.Echo || len(pcm) == 0 {
 		return
@@ -276,7 +302,16 @@ func (f *Filter) Far(pcm []float32) {
 		f.farHead = 0
 	}
 	n := min(len(pcm), MaxFar-(len(f.far)-f.farHead))
-	for _, v := range pcm[:max(n, 0)] {
+	if n <= 0 {
+		return
+	}
+	at := f.now()
+	if f.farEnd.After(at) {
+		at = f.farEnd
+	}
+	f.segs = append(f.segs, farSeg{abs: f.farAbs + int64(len(f.far)-f.farHead), at: at})
+	f.farEnd = at.Add(samplesDur(n))
+	for _, v := range pcm[:n] {
 		f.far = append(f.far, toInt16(v))
 	}
 }
@@ -285,8 +320,45 @@ func (f *Filter) Far(pcm []float32) {
 // played (a barge-in, a clear). Safe from any goroutine.
 func (f *Filter) DropFar() {
 	f.mu.Lock()
+	f.farAbs += int64(len(f.far) - f.farHead)
 	f.far, f.farHead = f.far[:0], 0
+	f.segs, f.farEnd = f.segs[:0], time.Time{}
 	f.mu.Unlock()
+}
+
+func samplesDur(n int) time.Duration { return time.Duration(n) * time.Second / Rate }
+
+// dropPlayed drops the reference that finished playing more than the tail before microphone
+// audio of n samples, arriving now, began: the client played it while sending no microphone
+// audio, so no echo of it is in what comes.
+func (f *Filter) dropPlayed(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.segs) == 0 {
+		return
+	}
+	cutoff := f.now().Add(-samplesDur(n) - time.Duration(f.cfg.TailMs)*time.Millisecond)
+	for len(f.segs) > 0 {
+		s := f.segs[0]
+		end := f.farAbs + int64(len(f.far)-f.farHead)
+		if len(f.segs) > 1 {
+			end = f.segs[1].abs
+		}
+		head := s.at.Add(samplesDur(int(f.farAbs - s.abs)))
+		if !head.Before(cutoff) {
+			return
+		}
+		k := min(int64((cutoff.Sub(head)*Rate+time.Second-1)/time.Second), end-f.farAbs)
+		f.farHead += int(k)
+		f.farAbs += k
+		if f.farAbs < end {
+			return
+		}
+		f.segs = f.segs[1:]
+	}
+	if f.farHead == len(f.far) {
+		f.far, f.farHead = f.far[:0], 0
+	}
 }
 
 // FarQueued is the reference queued and not yet consumed, in samples.
@@ -299,6 +371,9 @@ func (f *Filter) FarQueued() int {
 // Process takes microphone audio (Rate, [-1, 1]) and returns as many samples, cleaned, one
 // frame late (Latency). The returned slice is f's until the next call.
 func (f *Filter) Process(mic []float32) []float32 {
+	if f.cfg.Echo {
+		f.dropPlayed(len(mic))
+	}
 	for _, v := range mic {
 		f.in = append(f.in, toInt16(v))
 	}
@@ -351,8 +426,13 @@ func (f *Filter) takeFar(dst []int16) {
 	f.mu.Lock()
 	n := copy(dst, f.far[f.farHead:])
 	f.farHead += n
+	f.farAbs += int64(n)
+	for len(f.segs) > 1 && f.segs[1].abs <= f.farAbs {
+		f.segs = f.segs[1:]
+	}
 	if f.farHead == len(f.far) {
 		f.far, f.farHead = f.far[:0], 0
+		f.segs = f.segs[:0]
 	}
 	f.mu.Unlock()
 	clear(dst[n:])

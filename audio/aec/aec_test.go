@@ -3,6 +3,7 @@ package aec
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestPassThroughOneFrameLate(t *testing.T) {
@@ -41,6 +42,8 @@ func TestFarBoundedAndDropped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		at := time.Now()
+		f.SetClock(func() time.Time { return at }) // the microphone streams as the reply plays
 		f.Far(make([]float32, MaxFar-10))
 		f.Far(make([]float32, 100))
 		if got := f.FarQueued(); got != MaxFar {
@@ -87,6 +90,8 @@ func TestDelayFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	at := time.Now()
+	f.SetClock(func() time.Time { return at }) // a microphone in real time: nothing expires
 	const delay = 150 * Rate / 1000
 	seed := uint32(7)
 	rnd := func() float32 {
@@ -112,5 +117,58 @@ func TestDelayFound(t *testing.T) {
 	}
 	if want := delay/FrameSamples - delaySlack; !f.dl.known || f.dl.cur != want {
 		t.Errorf("reference delayed %d frames (known %v), want %d (150 ms less the slack)", f.dl.cur, f.dl.known, want)
+	}
+}
+
+// The reference is a wall-clock schedule: a client that played a reply while sending no
+// microphone audio and speaks afterwards is not cleaned against the reply; one that streams its
+// microphone in real time (up to the tail late) consumes the reference sample for sample.
+func TestReferenceExpiresByWallClock(t *testing.T) {
+	at := time.Unix(1e9, 0)
+	step := func(d time.Duration) { at = at.Add(d) }
+	newF := func() *Filter {
+		f, err := New(Config{Echo: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.SetClock(func() time.Time { return at })
+		return f
+	}
+	mic := make([]float32, 320) // 20 ms
+
+	// Half duplex: 2 s sent in a burst, 3 s without microphone audio, then the user speaks.
+	f := newF()
+	defer f.Close()
+	f.Far(make([]float32, 2*Rate))
+	step(3 * time.Second)
+	f.Process(mic)
+	if q := f.FarQueued(); q != 0 {
+		t.Errorf("half duplex: %d samples of a reply that finished playing a second ago are still queued; want none", q)
+	}
+
+	// Full duplex, the microphone 300 ms late (within the 400 ms tail): nothing is dropped.
+	g := newF()
+	defer g.Close()
+	g.Far(make([]float32, 2*Rate))
+	step(300 * time.Millisecond)
+	for i := 1; i <= 50; i++ {
+		step(20 * time.Millisecond)
+		g.Process(mic)
+		if q, want := g.FarQueued(), 2*Rate-i*320; q != want {
+			t.Fatalf("full duplex, append %d: %d samples queued, want %d (one per microphone sample)", i, q, want)
+		}
+	}
+
+	// Two replies queued back to back play one after the other: the second is not dropped
+	// while the first plays. Then a pause in the microphone: what played during it goes.
+	h := newF()
+	defer h.Close()
+	h.Far(make([]float32, Rate))
+	h.Far(make([]float32, Rate))
+	step(1500 * time.Millisecond)
+	h.Process(mic)
+	// Played by now: 1.5 s; what began more than the tail before the append's start (1.08 s) goes.
+	if q, want := h.FarQueued(), 2*Rate-int(1080*Rate/1000)-320; q != want {
+		t.Errorf("back to back, 1.5 s in: %d samples queued, want %d", q, want)
 	}
 }

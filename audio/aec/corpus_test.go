@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/voiced/voiced/audio/aec"
 	"github.com/voiced/voiced/speechcore/runtime"
@@ -110,12 +111,31 @@ func cancel(t testing.TB, cfg aec.Config, reply, mic []float32) []float32 {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	clk := newRealTime(f)
 	f.Far(reply)
+	return clk.process(f, mic)[aec.Latency:]
+}
+
+// realTime is the clock of a full-duplex client streaming its microphone in real time while it
+// plays what it was sent: the Filter's wall clock, advanced 20 ms by each 20 ms append (the
+// test runs faster than real time, or slower under load, and must not depend on it).
+type realTime struct{ t time.Time }
+
+func newRealTime(f *aec.Filter) *realTime {
+	c := &realTime{t: time.Unix(1e9, 0)}
+	f.SetClock(func() time.Time { return c.t })
+	return c
+}
+
+// process sends mic to f in 20 ms appends, each arriving as its last sample is recorded.
+func (c *realTime) process(f *aec.Filter, mic []float32) []float32 {
 	var out []float32
-	for i := 0; i < len(mic); i += 320 {
-		out = append(out, f.Process(mic[i:min(i+320, len(mic))])...)
+	for j := 0; j < len(mic); j += 320 {
+		chunk := mic[j:min(j+320, len(mic))]
+		c.t = c.t.Add(time.Duration(len(chunk)) * time.Second / aec.Rate)
+		out = append(out, f.Process(chunk)...)
 	}
-	return out[aec.Latency:]
+	return out
 }
 
 func energyDB(x []float32) float64 {
@@ -149,15 +169,13 @@ func TestSelfVoiceCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		clk := newRealTime(f)
 		var mics, cleans [][]float32
 		for i := c; i < len(reps); i += len(rooms) {
 			rep := reps[i]
 			mic := echoOf(t, rep, rm)
 			f.Far(rep)
-			var clean []float32
-			for j := 0; j < len(mic); j += 320 {
-				clean = append(clean, f.Process(mic[j:min(j+320, len(mic))])...)
-			}
+			clean := clk.process(f, mic)
 			clean = clean[aec.Latency:]
 			mics, cleans = append(mics, mic[:len(clean)]), append(cleans, clean)
 		}
@@ -225,6 +243,7 @@ func median(x []float64) float64 {
 // The real Silero model on the real ONNX Runtime, opened once for the package's tests.
 var (
 	testEnvErr  error
+	testEnv     *runtime.Env
 	sharedModel *squelch.Model
 )
 
@@ -232,6 +251,7 @@ func TestMain(m *testing.M) {
 	var env *runtime.Env
 	if lib := runtime.LibPathFromEnv(); lib != "" && os.Getenv("VOICED_SILERO_MODEL") != "" {
 		env, testEnvErr = runtime.Open(runtime.Config{LibPath: lib})
+		testEnv = env
 		if testEnvErr == nil {
 			sharedModel, testEnvErr = squelch.Load(env, os.Getenv("VOICED_SILERO_MODEL"))
 		}
@@ -354,6 +374,7 @@ func TestInterruptionThroughEcho(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		clk := newRealTime(f)
 		for i := c; i < len(reps); i += len(rooms) {
 			rep := reps[i]
 			mic := echoOf(t, rep, rm)
@@ -364,10 +385,7 @@ func TestInterruptionThroughEcho(t *testing.T) {
 				}
 			}
 			f.Far(rep)
-			var clean []float32
-			for j := 0; j < len(mic); j += 320 {
-				clean = append(clean, f.Process(mic[j:min(j+320, len(mic))])...)
-			}
+			clean := clk.process(f, mic)
 			clean = clean[aec.Latency:]
 			words := at + onset
 			first := heldAfter(t, speech, clean, words)

@@ -61,9 +61,11 @@ func (b *converseBench) configure(ctx context.Context, conn *realtimeclient.Conn
 		"input_audio_format": "pcm16", "output_audio_format": "pcm16",
 		"input_audio_transcription": map[string]any{"model": "whisper-1"},
 		"turn_detection":            td,
-		// The bench plays no reply, so its microphone holds no echo. With cancellation on, the
-		// server takes each reply as playing under the speech that follows (the reference is
-		// consumed per microphone sample) and the residual-echo gate withholds that speech.
+		// The bench plays no reply, so its microphone holds no echo: it says so. With
+		// cancellation on, the server takes each reply as playing in real time from when it was
+		// sent, and the next turn (streamed -gap after response.done, while the reply would
+		// still be playing) is withheld by the residual-echo gate as that reply's echo
+		// (TestSoakShort: 3 utterances not heard as speech).
 		"voiced": map[string]any{"echo_cancellation": false},
 	})
 }
