@@ -41,6 +41,10 @@ type Result struct {
 	Text   string
 	Tokens []int         // generated ids, prompt and end-of-text excluded
 	Decode time.Duration // wall time from the owner picking the request up to the last token
+	// Wait is the time the request spent queued: from its submission (a final's wait for room
+	// included) to the owner picking it up. Kind is the request's (Request.Kind).
+	Wait time.Duration
+	Kind Kind
 	// InModel is the part of Decode spent inside ONNX Runtime (encoder and decoder runs); Decode
 	// minus InModel is the engine's own overhead (mel, feeds, argmax, detokenisation).
 	InModel time.Duration
@@ -70,6 +74,10 @@ type Stats struct {
 	ResidentDeltaBytes int64 // VmRSS after load and warm-up minus before
 	QueueDepth         int   // requests waiting plus the one running
 	Decodes            int64
+	// Partials answered without a full decode: replaced while queued by their owner's newer
+	// partial (Superseded), dropped while queued by their owner's final (Stale), ended
+	// mid-decode by a final (Preempted).
+	PartialsSuperseded, PartialsStale, PartialsPreempted int64
 }
 
 // Engine is Whisper on ONNX Runtime: one goroutine (the owner) holds the encoder and decoder
@@ -97,6 +105,10 @@ type job struct {
 	mel   []float32 // precomputed features (TranscribeMel); pcm is nil then
 	opts  decodeOpts
 	reply chan jobResult // buffered: the owner never waits for the caller
+
+	kind   Kind
+	queued time.Time               // when submit first pushed it (Result.Wait)
+	cancel context.CancelCauseFunc // a partial's, set by pop: a final preempts it
 }
 
 type jobResult struct {
@@ -172,7 +184,8 @@ func (e *Engine) Transcribe(ctx context.Context, pcm16k []float32) (Result, erro
 
 // TranscribeAs is Transcribe for req's owner and kind: finals are served first, fairly between
 // owners; a partial waits behind every final and is replaced (ErrSuperseded) by its owner's
-// next partial while it waits.
+// next partial or final while it waits, and is ended (ErrPreempted) by any final queued while it
+// is decoded.
 func (e *Engine) TranscribeAs(ctx context.Context, pcm16k []float32, req Request) (Result, error) {
 	if len(pcm16k) > audio.WhisperSamples {
 		return Result{}, fmt.Errorf("%w: %d samples (at most %d)", ErrAudioTooLong, len(pcm16k), audio.WhisperSamples)
@@ -181,7 +194,7 @@ func (e *Engine) TranscribeAs(ctx context.Context, pcm16k []float32, req Request
 	if err != nil {
 		return Result{}, err
 	}
-	return e.submit(req, job{ctx: ctx, pcm: pcm16k, opts: opts, reply: make(chan jobResult, 1)})
+	return e.submit(req, job{ctx: ctx, pcm: pcm16k, opts: opts, reply: make(chan jobResult, 1), kind: req.Kind})
 }
 
 // NumMels is the number of mel bands the model takes (80, or 128 for large-v3): the size of the
@@ -205,7 +218,7 @@ func (e *Engine) TranscribeMelAs(ctx context.Context, mel []float32, req Request
 	if err != nil {
 		return Result{}, err
 	}
-	return e.submit(req, job{ctx: ctx, mel: mel, opts: opts, reply: make(chan jobResult, 1)})
+	return e.submit(req, job{ctx: ctx, mel: mel, opts: opts, reply: make(chan jobResult, 1), kind: req.Kind})
 }
 
 // resolve checks a request's language and says how to decode it.
@@ -257,6 +270,7 @@ func (e *Engine) submit(req Request, j job) (Result, error) {
 		return Result{}, ErrClosed
 	default:
 	}
+	j.queued = time.Now()
 	if err := e.queue.push(ctx, req, j, e.quit); err != nil {
 		return Result{}, err
 	}
@@ -281,6 +295,9 @@ func (e *Engine) own() {
 	defer e.model.destroy()
 	refuseQueued := func() {
 		for j, ok := e.queue.pop(); ok; j, ok = e.queue.pop() {
+			if j.cancel != nil {
+				j.cancel(nil)
+			}
 			j.reply <- jobResult{err: ErrClosed}
 		}
 	}
@@ -302,15 +319,11 @@ func (e *Engine) own() {
 			continue
 		}
 		e.running.Store(1)
-		var r jobResult
-		if err := j.ctx.Err(); err != nil {
-			r.err = err
-		} else {
-			r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel, j.opts)
+		e.queue.serve(j, func(ctx context.Context, j job) (Result, error) {
 			e.decodes.Add(1)
-		}
+			return e.model.transcribe(ctx, j.pcm, j.mel, j.opts)
+		})
 		e.running.Store(0)
-		j.reply <- r
 	}
 }
 
@@ -323,6 +336,9 @@ func (e *Engine) Stats() Stats {
 		ResidentDeltaBytes: e.residentDelta,
 		QueueDepth:         e.queue.len() + int(e.running.Load()),
 		Decodes:            e.decodes.Load(),
+		PartialsSuperseded: e.queue.superseded.Load(),
+		PartialsStale:      e.queue.stale.Load(),
+		PartialsPreempted:  e.queue.preempted.Load(),
 	}
 }
 

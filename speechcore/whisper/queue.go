@@ -2,9 +2,12 @@ package whisper
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Kind orders a request in the engine's queue.
@@ -16,7 +19,10 @@ const (
 	Final Kind = iota
 	// Partial is a partial decode of an audio still open (a turn in progress): served only when
 	// no final waits; an owner has at most one queued, the newest (a newer one replaces it, and
-	// the replaced one's caller gets ErrSuperseded at once).
+	// the replaced one's caller gets ErrSuperseded at once). A final queued while a partial is
+	// decoding ends that decode between decoder steps (ErrPreempted), and a final drops its own
+	// owner's queued partial (ErrSuperseded: the turn it ends is over): a partial never delays a
+	// final by more than one decoder step.
 	Partial
 )
 
@@ -56,9 +62,13 @@ const DefaultOwnerDepth = 2
 // (hundreds of tiny manual commits) delays its own finals, not another's: a final waits for at
 // most one final of every other owner. An owner may have ownerDepth finals queued; its next
 // waits for room (its own backlog slows it, and it never fills the shared depth). Partials,
-// one per owner, go after every final, the oldest owner first.
+// one per owner, go after every final, the oldest owner first; a final queued while a partial
+// is being decoded preempts it (serve), and drops its owner's queued partial.
 type schedule struct {
 	depth, ownerDepth int
+	// preempt: a final cancels the partial being decoded (always on; off only in the benchmark
+	// that measures what it saves).
+	preempt bool
 
 	mu       sync.Mutex
 	finals   map[string][]job // by owner, FIFO
@@ -69,10 +79,20 @@ type schedule struct {
 	ready    chan struct{}    // 1-buffered: something was queued
 	room     chan struct{}    // closed (and replaced) when a final leaves the queue
 	anon     atomic.Int64     // names the owners of requests that have none
+	// running cancels the partial being decoded (set by pop, cleared by serve), nil when the
+	// owner decodes a final or nothing.
+	running context.CancelCauseFunc
+
+	// Partials answered without a decode (Stats): replaced by the owner's newer partial, dropped
+	// by the owner's final, preempted mid-decode by any final.
+	superseded, stale, preempted atomic.Int64
 }
 
+// errPreempt is the cause a preempted partial's decode context ends with.
+var errPreempt = errors.New("preempted by a final")
+
 func newSchedule(depth, ownerDepth int) *schedule {
-	return &schedule{depth: depth, ownerDepth: ownerDepth, finals: map[string][]job{}, partials: map[string]job{},
+	return &schedule{depth: depth, ownerDepth: ownerDepth, preempt: true, finals: map[string][]job{}, partials: map[string]job{},
 		ready: make(chan struct{}, 1), room: make(chan struct{})}
 }
 
@@ -88,6 +108,7 @@ func (s *schedule) push(ctx context.Context, req Request, j job, quit <-chan str
 		if req.Kind == Partial {
 			if old, ok := s.partials[owner]; ok {
 				old.reply <- jobResult{err: ErrSuperseded} // it keeps its place in line: the newest takes it
+				s.superseded.Add(1)
 			} else {
 				s.later = append(s.later, owner)
 			}
@@ -102,6 +123,19 @@ func (s *schedule) push(ctx context.Context, req Request, j job, quit <-chan str
 			}
 			s.finals[owner] = append(s.finals[owner], j)
 			s.queued++
+			if s.preempt {
+				if old, ok := s.partials[owner]; ok { // a partial of the turn this final ends
+					old.reply <- jobResult{err: ErrSuperseded}
+					delete(s.partials, owner)
+					s.later = slices.DeleteFunc(s.later, func(o string) bool { return o == owner })
+					s.stale.Add(1)
+				}
+				if s.running != nil {
+					s.running(errPreempt)
+					s.running = nil
+					s.preempted.Add(1)
+				}
+			}
 			s.mu.Unlock()
 			s.kick()
 			return nil
@@ -150,9 +184,39 @@ func (s *schedule) pop() (job, bool) {
 		s.later = s.later[1:]
 		j := s.partials[owner]
 		delete(s.partials, owner)
+		j.ctx, j.cancel = context.WithCancelCause(j.ctx)
+		s.running = j.cancel
 		return j, true
 	}
 	return job{}, false
+}
+
+// serve decodes j (popped) with decode and answers its caller: it times the queue wait
+// (Result.Wait, from the first push to now), and answers a partial preempted by a final with
+// ErrPreempted. A context that ended before the pick-up is not decoded.
+func (s *schedule) serve(j job, decode func(ctx context.Context, j job) (Result, error)) {
+	picked := time.Now()
+	var r jobResult
+	if err := j.ctx.Err(); err != nil {
+		r.err = err
+	} else {
+		r.res, r.err = decode(j.ctx, j)
+		r.res.Wait, r.res.Kind = picked.Sub(j.queued), j.kind
+	}
+	if j.cancel != nil { // a partial: no final may preempt it any more
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+		if errors.Is(context.Cause(j.ctx), errPreempt) {
+			if r.err != nil {
+				r = jobResult{err: ErrPreempted}
+			} else {
+				s.preempted.Add(-1) // it had finished its last step: the result stands
+			}
+		}
+		j.cancel(nil)
+	}
+	j.reply <- r
 }
 
 // len is the number of jobs queued.

@@ -32,12 +32,12 @@ func mustPush(t *testing.T, s *schedule, owner string, kind Kind, j job) {
 // TestScheduleOrder: finals before partials, round robin between owners, FIFO within an owner.
 func TestScheduleOrder(t *testing.T) {
 	s := newSchedule(64, 8)
-	mustPush(t, s, "a", Partial, tagged(100))
+	mustPush(t, s, "p", Partial, tagged(100)) // owners without finals: a final drops its own owner's
 	mustPush(t, s, "a", Final, tagged(1))
 	mustPush(t, s, "a", Final, tagged(2))
 	mustPush(t, s, "a", Final, tagged(3))
 	mustPush(t, s, "b", Final, tagged(10))
-	mustPush(t, s, "b", Partial, tagged(200))
+	mustPush(t, s, "q", Partial, tagged(200))
 	mustPush(t, s, "c", Final, tagged(20))
 	mustPush(t, s, "b", Final, tagged(11))
 	if got, want := popAll(s), []int{1, 10, 20, 2, 11, 3, 100, 200}; !slices.Equal(got, want) {
@@ -156,4 +156,82 @@ func TestScheduleGreedyOwner(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
+}
+
+// TestFinalPreemptsRunningPartial: a final queued while a partial decodes ends that decode (its
+// caller hears ErrPreempted) and is served next: a final never waits for a partial's decode.
+func TestFinalPreemptsRunningPartial(t *testing.T) {
+	s := newSchedule(64, 2)
+	part := tagged(1)
+	mustPush(t, s, "a", Partial, part)
+	j, _ := s.pop()
+	started := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s.serve(j, func(ctx context.Context, _ job) (Result, error) {
+			close(started)
+			select { // a decode that honours its context between steps, as model.transcribe does
+			case <-ctx.Done():
+				return Result{}, ctx.Err()
+			case <-time.After(10 * time.Second):
+				return Result{Text: "decoded"}, nil
+			}
+		})
+	}()
+	<-started
+	final := tagged(2)
+	mustPush(t, s, "b", Final, final)
+	select {
+	case r := <-part.reply:
+		if !errors.Is(r.err, ErrPreempted) {
+			t.Fatalf("the running partial got (%q, %v), want ErrPreempted", r.res.Text, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a final was queued behind a partial's decode: the partial was not preempted")
+	}
+	<-served
+	if got := popAll(s); !slices.Equal(got, []int{2}) {
+		t.Fatalf("served %v after the preemption, want the final [2]", got)
+	}
+	if n := s.preempted.Load(); n != 1 {
+		t.Fatalf("preempted count %d, want 1", n)
+	}
+}
+
+// TestFinalDropsOwnersQueuedPartial: a final drops its own owner's queued partial (the turn it
+// ends is over), not another owner's.
+func TestFinalDropsOwnersQueuedPartial(t *testing.T) {
+	s := newSchedule(64, 2)
+	stale, other := tagged(1), tagged(9)
+	mustPush(t, s, "a", Partial, stale)
+	mustPush(t, s, "b", Partial, other)
+	mustPush(t, s, "a", Final, tagged(2))
+	select {
+	case r := <-stale.reply:
+		if !errors.Is(r.err, ErrSuperseded) {
+			t.Fatalf("a's queued partial got %v, want ErrSuperseded", r.err)
+		}
+	default:
+		t.Fatal("a's final left a's queued partial in the queue")
+	}
+	if got, want := popAll(s), []int{2, 9}; !slices.Equal(got, want) {
+		t.Fatalf("served %v, want %v (a's final, then b's partial)", got, want)
+	}
+}
+
+// TestPartialServedWhenIdle: with nothing else queued a partial is decoded and answered with
+// its result and its queue wait.
+func TestPartialServedWhenIdle(t *testing.T) {
+	s := newSchedule(64, 2)
+	j := tagged(1)
+	j.queued = time.Now()
+	j.kind = Partial
+	mustPush(t, s, "a", Partial, j)
+	p, _ := s.pop()
+	s.serve(p, func(ctx context.Context, _ job) (Result, error) { return Result{Text: "heard"}, nil })
+	r := <-j.reply
+	if r.err != nil || r.res.Text != "heard" || r.res.Kind != Partial || r.res.Wait <= 0 {
+		t.Fatalf("idle partial: %+v, %v; want its text, kind partial and a wait", r.res, r.err)
+	}
 }
