@@ -66,6 +66,7 @@ const DefaultOwnerDepth = 2
 // is being decoded preempts it (serve), and drops its owner's queued partial.
 type schedule struct {
 	depth, ownerDepth int
+	decoders          int // owner goroutines taking jobs (Options.Decoders)
 	// preempt: a final cancels the partial being decoded (always on; off only in the benchmark
 	// that measures what it saves).
 	preempt bool
@@ -79,9 +80,11 @@ type schedule struct {
 	ready    chan struct{}    // 1-buffered: something was queued
 	room     chan struct{}    // closed (and replaced) when a final leaves the queue
 	anon     atomic.Int64     // names the owners of requests that have none
-	// running cancels the partial being decoded (set by pop, cleared by serve), nil when the
-	// owner decodes a final or nothing.
-	running context.CancelCauseFunc
+	// busy counts the jobs popped and not yet served (at most decoders); running holds the
+	// cancel of each partial among them (set by pop, removed by serve or a preempting final).
+	busy    int
+	seq     uint64
+	running map[uint64]context.CancelCauseFunc
 
 	// Partials answered without a decode (Stats): replaced by the owner's newer partial, dropped
 	// by the owner's final, preempted mid-decode by any final.
@@ -91,8 +94,9 @@ type schedule struct {
 // errPreempt is the cause a preempted partial's decode context ends with.
 var errPreempt = errors.New("preempted by a final")
 
-func newSchedule(depth, ownerDepth int) *schedule {
-	return &schedule{depth: depth, ownerDepth: ownerDepth, preempt: true, finals: map[string][]job{}, partials: map[string]job{},
+func newSchedule(depth, ownerDepth, decoders int) *schedule {
+	return &schedule{depth: depth, ownerDepth: ownerDepth, decoders: max(1, decoders), preempt: true, finals: map[string][]job{},
+		partials: map[string]job{}, running: map[uint64]context.CancelCauseFunc{},
 		ready: make(chan struct{}, 1), room: make(chan struct{})}
 }
 
@@ -130,10 +134,13 @@ func (s *schedule) push(ctx context.Context, req Request, j job, quit <-chan str
 					s.later = slices.DeleteFunc(s.later, func(o string) bool { return o == owner })
 					s.stale.Add(1)
 				}
-				if s.running != nil {
-					s.running(errPreempt)
-					s.running = nil
-					s.preempted.Add(1)
+				if s.busy >= s.decoders { // no decoder free: end a partial's decode, if one runs
+					for id, cancel := range s.running {
+						cancel(errPreempt)
+						delete(s.running, id)
+						s.preempted.Add(1)
+						break
+					}
 				}
 			}
 			s.mu.Unlock()
@@ -177,6 +184,7 @@ func (s *schedule) pop() (job, bool) {
 		s.queued--
 		close(s.room)
 		s.room = make(chan struct{})
+		s.busy++
 		return j, true
 	}
 	if len(s.later) > 0 {
@@ -185,7 +193,10 @@ func (s *schedule) pop() (job, bool) {
 		j := s.partials[owner]
 		delete(s.partials, owner)
 		j.ctx, j.cancel = context.WithCancelCause(j.ctx)
-		s.running = j.cancel
+		s.seq++
+		j.id = s.seq
+		s.running[j.id] = j.cancel
+		s.busy++
 		return j, true
 	}
 	return job{}, false
@@ -203,10 +214,8 @@ func (s *schedule) serve(j job, decode func(ctx context.Context, j job) (Result,
 		r.res, r.err = decode(j.ctx, j)
 		r.res.Wait, r.res.Kind = picked.Sub(j.queued), j.kind
 	}
-	if j.cancel != nil { // a partial: no final may preempt it any more
-		s.mu.Lock()
-		s.running = nil
-		s.mu.Unlock()
+	s.release(j)
+	if j.cancel != nil {
 		if errors.Is(context.Cause(j.ctx), errPreempt) {
 			if r.err != nil {
 				r = jobResult{err: ErrPreempted}
@@ -217,6 +226,54 @@ func (s *schedule) serve(j job, decode func(ctx context.Context, j job) (Result,
 		j.cancel(nil)
 	}
 	j.reply <- r
+}
+
+// release ends j's decoding slot: a partial can no longer be preempted.
+func (s *schedule) release(j job) {
+	s.mu.Lock()
+	s.busy--
+	delete(s.running, j.id)
+	s.mu.Unlock()
+}
+
+// work is an owner's loop: it serves jobs with decode until quit closes, then answers whatever
+// is still queued with ErrClosed. Several owners may work one schedule (Options.Decoders).
+func (s *schedule) work(quit <-chan struct{}, decode func(ctx context.Context, j job) (Result, error)) {
+	refuseQueued := func() {
+		for j, ok := s.pop(); ok; j, ok = s.pop() {
+			s.release(j)
+			if j.cancel != nil {
+				j.cancel(nil)
+			}
+			j.reply <- jobResult{err: ErrClosed}
+		}
+	}
+	for {
+		select {
+		case <-quit:
+			refuseQueued()
+			return
+		default:
+		}
+		j, ok := s.pop()
+		if !ok {
+			select {
+			case <-quit:
+				refuseQueued()
+				return
+			case <-s.ready:
+			}
+			continue
+		}
+		s.serve(j, decode)
+	}
+}
+
+// inFlight is the number of jobs queued plus those being decoded.
+func (s *schedule) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued + len(s.partials) + s.busy
 }
 
 // len is the number of jobs queued.
