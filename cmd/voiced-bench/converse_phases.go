@@ -150,6 +150,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
 		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
 		after := &Series{Name: fmt.Sprintf("  after speech_stopped, %d concurrent", conc), Unit: "ms"}
+		wait := &Series{Name: fmt.Sprintf("  turn wait (→ speech_stopped), %d concurrent", conc), Unit: "ms"}
 		final := &Series{Name: fmt.Sprintf("  final decode (→ transcription.completed), %d concurrent", conc), Unit: "ms"}
 		var wg sync.WaitGroup
 		var refused atomic.Int64
@@ -187,6 +188,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 					if !t.firstAudio.IsZero() && !t.stopped.IsZero() && !t.early {
 						s.AddDuration(t.firstAudio.Sub(t.stop))
 						after.AddDuration(t.firstAudio.Sub(t.stopped))
+						wait.AddDuration(t.stopped.Sub(t.stop))
 					}
 					if !t.transcribed.IsZero() && !t.stopped.IsZero() {
 						final.AddDuration(t.transcribed.Sub(t.stopped))
@@ -198,7 +200,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 		lastWall = time.Since(levelStart)
 		cpuPerConversation(r, label, mark, b.cpuMark(ctx), time.Duration(convNanos.Load()).Seconds())
 		prof.Wait()
-		r.add(s, after, final)
+		r.add(s, wait, after, final)
 		if waitsAfter, err := b.histograms(ctx); err == nil {
 			queueWaits(r, label, waitsBefore, waitsAfter)
 		}
