@@ -67,8 +67,8 @@ const DefaultOwnerDepth = 2
 type schedule struct {
 	depth, ownerDepth int
 	decoders          int // owner goroutines taking jobs (Options.Decoders)
-	// preempt: a final cancels the partial being decoded (always on; off only in the benchmark
-	// that measures what it saves).
+	// preempt: a final ends a partial being decoded (every decoder busy) and drops its owner's
+	// queued partial (always on; off only in the benchmark that measures what it saves).
 	preempt bool
 
 	mu       sync.Mutex
