@@ -18,7 +18,7 @@ const (
 // loadWhisper loads the mount's Whisper and runs its warm-up pass, filling s.Whisper and
 // s.Transcription. Start's loadModels calls it once.
 func (s *Service) loadWhisper(ctx context.Context) error {
-	e, err := whisper.Load(ctx, s.Env, s.Mount.Path(assets.WhisperDir), whisper.Options{ModelID: WhisperModelID, Language: s.cfg.Language})
+	e, err := whisper.Load(ctx, s.Env, s.Mount.Path(assets.WhisperDir), whisper.Options{ModelID: WhisperModelID, Language: s.cfg.Language, Decoders: s.cfg.WhisperDecoders})
 	if err != nil {
 		return fmt.Errorf("load transcription model: %w", err)
 	}

@@ -33,6 +33,9 @@ type Config struct {
 	// Language is the language Whisper hears when a request names none (whisper.Options.Language:
 	// "" is English, "auto" detects every final's language at one extra decoder pass).
 	Language string
+	// WhisperDecoders is how many transcriptions run at once (whisper.Options.Decoders; 0: 1),
+	// each with its own copy of the model's sessions.
+	WhisperDecoders int
 }
 
 // Service owns the speech models of the process: the verified mount, the ONNX Runtime

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 
@@ -15,8 +16,33 @@ import (
 
 // The server's Prometheus series as the bench reads them (GET /metrics).
 
-// histogram is one Prometheus histogram series' sum and count.
-type histogram struct{ sum, count float64 }
+// histogram is one Prometheus histogram series' sum and count, and its cumulative buckets.
+type histogram struct {
+	sum, count float64
+	buckets    []bucket
+}
+
+// bucket is a histogram's cumulative count of observations ≤ le.
+type bucket struct{ le, cum float64 }
+
+// quantileBound is the upper bound of the bucket holding quantile q of the observations between
+// before and h (the same series read twice): "q of them took at most this"; +Inf past the last.
+func (h histogram) quantileBound(before histogram, q float64) float64 {
+	n := h.count - before.count
+	if n <= 0 {
+		return 0
+	}
+	for i, b := range h.buckets {
+		prev := 0.0
+		if i < len(before.buckets) {
+			prev = before.buckets[i].cum
+		}
+		if b.cum-prev >= q*n {
+			return b.le
+		}
+	}
+	return math.Inf(1)
+}
 
 // histograms reads every histogram series on GET /metrics (text format), keyed by name{labels}.
 func (b *converseBench) histograms(ctx context.Context) (map[string]histogram, error) {
@@ -103,7 +129,11 @@ func parseHistograms(r io.Reader) (map[string]histogram, error) {
 		}
 		for _, m := range f.GetMetric() {
 			h := m.GetHistogram()
-			out[name+labelText(m.GetLabel())] = histogram{sum: h.GetSampleSum(), count: float64(h.GetSampleCount())}
+			hist := histogram{sum: h.GetSampleSum(), count: float64(h.GetSampleCount())}
+			for _, b := range h.GetBucket() {
+				hist.buckets = append(hist.buckets, bucket{le: b.GetUpperBound(), cum: float64(b.GetCumulativeCount())})
+			}
+			out[name+labelText(m.GetLabel())] = hist
 		}
 	}
 	return out, nil

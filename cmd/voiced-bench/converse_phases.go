@@ -150,6 +150,8 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
 		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
 		after := &Series{Name: fmt.Sprintf("  after speech_stopped, %d concurrent", conc), Unit: "ms"}
+		wait := &Series{Name: fmt.Sprintf("  turn wait (→ speech_stopped), %d concurrent", conc), Unit: "ms"}
+		final := &Series{Name: fmt.Sprintf("  final decode (→ transcription.completed), %d concurrent", conc), Unit: "ms"}
 		var wg sync.WaitGroup
 		var refused atomic.Int64
 		var convNanos atomic.Int64 // conversation-time held open at this level
@@ -168,6 +170,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 			})
 		}
 		mark := b.cpuMark(ctx)
+		waitsBefore, _ := b.histograms(ctx) // the server's Whisper queue waits over the level (none: an older server)
 		levelStart := time.Now()
 		for range conc {
 			wg.Go(func() {
@@ -185,6 +188,10 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 					if !t.firstAudio.IsZero() && !t.stopped.IsZero() && !t.early {
 						s.AddDuration(t.firstAudio.Sub(t.stop))
 						after.AddDuration(t.firstAudio.Sub(t.stopped))
+						wait.AddDuration(t.stopped.Sub(t.stop))
+					}
+					if !t.transcribed.IsZero() && !t.stopped.IsZero() {
+						final.AddDuration(t.transcribed.Sub(t.stopped))
 					}
 				}
 			})
@@ -193,7 +200,10 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 		lastWall = time.Since(levelStart)
 		cpuPerConversation(r, label, mark, b.cpuMark(ctx), time.Duration(convNanos.Load()).Seconds())
 		prof.Wait()
-		r.add(s, after)
+		r.add(s, wait, after, final)
+		if waitsAfter, err := b.histograms(ctx); err == nil {
+			queueWaits(r, label, waitsBefore, waitsAfter)
+		}
 		if n := refused.Load(); n > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("at %d concurrent the server refused %d conversations (429: --max-conversations / --max-per-tenant): the ramp stops there", conc, n))
 			break
@@ -225,4 +235,21 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 	}
 	r.Values["conversations before answer p95 doubles (max tried that held)"] = float64(best)
 	r.Values["  per core of this machine (bench client on the same cores)"] = float64(best) / float64(runtime.NumCPU())
+}
+
+// queueWaits reports the server's Whisper queue wait over one ramp level, per kind (final,
+// partial): the mean and the bucket bound under which 95 % of the waits fell
+// (voiced_whisper_queue_wait_seconds, absent on a server without it).
+func queueWaits(r *Report, label string, before, after map[string]histogram) {
+	for _, kind := range []string{"final", "partial"} {
+		k := `voiced_whisper_queue_wait_seconds{kind="` + kind + `"}`
+		a, ok := after[k]
+		b := before[k]
+		if !ok || a.count-b.count <= 0 {
+			continue
+		}
+		n := a.count - b.count
+		r.Values[fmt.Sprintf("Whisper queue wait %s, %s: mean ms (n=%.0f)", kind, label, n)] = (a.sum - b.sum) / n * 1000
+		r.Values[fmt.Sprintf("Whisper queue wait %s, %s: p95 ≤ ms (bucket bound)", kind, label)] = a.quantileBound(b, 0.95) * 1000
+	}
 }

@@ -145,7 +145,7 @@ voiced_pass_seconds_count{model="whisper"} 5
 		t.Fatalf("got %v", got)
 	}
 	for k, v := range want {
-		if got[k] != v {
+		if g := got[k]; g.sum != v.sum || g.count != v.count {
 			t.Errorf("%s: got %+v, want %+v", k, got[k], v)
 		}
 	}
@@ -197,5 +197,18 @@ voiced_heard_seconds_total 12.5
 	want := map[string]float64{"go_goroutines": 42, "voiced_heard_seconds_total": 12.5}
 	if !maps.Equal(got, want) {
 		t.Fatalf("got %v, want %v (labelled and absent series left out)", got, want)
+	}
+}
+
+// TestQuantileBound: the bucket bound under which a quantile of the observations made between
+// two reads fell.
+func TestQuantileBound(t *testing.T) {
+	before := histogram{count: 10, buckets: []bucket{{0.01, 10}, {0.1, 10}, {1, 10}, {math.Inf(1), 10}}}
+	after := histogram{count: 30, buckets: []bucket{{0.01, 20}, {0.1, 28}, {1, 30}, {math.Inf(1), 30}}}
+	if got := after.quantileBound(before, 0.5); got != 0.01 {
+		t.Errorf("p50 bound %v, want 0.01 (10 of the 20 new ≤ 10 ms)", got)
+	}
+	if got := after.quantileBound(before, 0.95); got != 1 {
+		t.Errorf("p95 bound %v, want 1 (18 of 20 ≤ 100 ms, 20 ≤ 1 s)", got)
 	}
 }

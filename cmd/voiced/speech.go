@@ -33,6 +33,7 @@ func (c *speechConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Runtime.CUDADeviceID, "cuda-device", 0, "the GPU index with --device cuda")
 	fs.IntVar(&cfg.Runtime.IntraOpThreads, "intra-op-threads", 0, "ONNX Runtime intra-op threads per session (0: its default)")
 	fs.IntVar(&cfg.Runtime.InterOpThreads, "inter-op-threads", 0, "ONNX Runtime inter-op threads per session (0: its default)")
+	fs.IntVar(&cfg.WhisperDecoders, "whisper-decoders", 1, "Whisper transcriptions decoded at once, each on its own copy of the model's sessions (memory: the model once per decoder); finals first, then partials, on one queue")
 	fs.StringVar(&cfg.Language, "language", "en", "the language Whisper hears when a request or session names none: an ISO-639-1 code the mounted model has, or auto (detect each final's language: one extra decoder pass)")
 	fs.IntVar(&c.doorCfg.MaxSessions, "max-speech-sessions", speechdoor.DefaultMaxSessions, "concurrent raw speech sessions; beyond it 429 + Retry-After at the handshake")
 	fs.DurationVar(&c.doorCfg.SocketIdle, "speech-idle-timeout", speechdoor.DefaultSocketIdle, "close a raw speech socket (/v1/transcribe, /v1/synthesize, /v1/speak/stream) silent this long with nothing in flight: idle_timeout, 1008")

@@ -31,6 +31,11 @@ type Options struct {
 	// Language is the language a request without one is decoded in (default DefaultLanguage,
 	// "en"); LanguageAuto detects every final's language. Load refuses one the model lacks.
 	Language string
+	// Decoders is how many transcriptions run at once (default 1): each has an owner goroutine
+	// and its own encoder and decoder sessions (the model's memory once per decoder), all
+	// serving the one queue. A burst of finals (many conversations ending turns together)
+	// drains Decoders at a time.
+	Decoders int
 }
 
 // DefaultQueueDepth is Options.QueueDepth's default.
@@ -41,6 +46,10 @@ type Result struct {
 	Text   string
 	Tokens []int         // generated ids, prompt and end-of-text excluded
 	Decode time.Duration // wall time from the owner picking the request up to the last token
+	// Wait is the time the request spent queued: from its submission (a final's wait for room
+	// included) to the owner picking it up. Kind is the request's (Request.Kind).
+	Wait time.Duration
+	Kind Kind
 	// InModel is the part of Decode spent inside ONNX Runtime (encoder and decoder runs); Decode
 	// minus InModel is the engine's own overhead (mel, feeds, argmax, detokenisation).
 	InModel time.Duration
@@ -73,23 +82,28 @@ type Stats struct {
 	LoadMs             float64
 	WarmupMs           float64
 	ResidentDeltaBytes int64 // VmRSS after load and warm-up minus before
-	QueueDepth         int   // requests waiting plus the one running
+	QueueDepth         int   // requests waiting plus those running
 	Decodes            int64
+	// Partials answered without a full decode: replaced while queued by their owner's newer
+	// partial (Superseded), dropped while queued by their owner's final (Stale), ended
+	// mid-decode by a final (Preempted).
+	PartialsSuperseded, PartialsStale, PartialsPreempted int64
 }
 
-// Engine is Whisper on ONNX Runtime: one goroutine (the owner) holds the encoder and decoder
-// sessions and serves requests from a bounded queue, one forward pass at a time: finals first,
-// fairly between owners, then partials, the newest per owner only (queue.go).
+// Engine is Whisper on ONNX Runtime: an owner goroutine per decoder (Options.Decoders) holds
+// its encoder and decoder sessions and serves requests from one bounded queue, one forward pass
+// at a time each: finals first, fairly between owners, then partials, the newest per owner only
+// (queue.go).
 type Engine struct {
 	modelID  string
-	language string // Options.Language, checked
-	model    *model // owned by the owner goroutine after Load returns
+	language string   // Options.Language, checked
+	model    *model   // models[0]: its configuration answers NumMels, languages, translate
+	models   []*model // one per decoder, each owned by its owner goroutine after Load returns
 
 	queue   *schedule
 	quit    chan struct{} // closed by Close
 	done    chan struct{} // closed when the owner has exited and destroyed the sessions
 	closing sync.Once
-	running atomic.Int32
 	decodes atomic.Int64
 
 	loadMs, warmupMs float64
@@ -102,6 +116,11 @@ type job struct {
 	mel   []float32 // precomputed features (TranscribeMel); pcm is nil then
 	opts  decodeOpts
 	reply chan jobResult // buffered: the owner never waits for the caller
+
+	kind   Kind
+	queued time.Time               // when submit first pushed it (Result.Wait)
+	cancel context.CancelCauseFunc // a partial's, set by pop: a final preempts it
+	id     uint64                  // a partial's key in schedule.running
 }
 
 type jobResult struct {
@@ -125,15 +144,32 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 	if opts.OwnerDepth == 0 {
 		opts.OwnerDepth = DefaultOwnerDepth
 	}
+	if opts.Decoders < 0 {
+		return nil, fmt.Errorf("whisper: decoders must be >= 0, got %d", opts.Decoders)
+	}
+	if opts.Decoders == 0 {
+		opts.Decoders = 1
+	}
 	if opts.ModelID == "" {
 		opts.ModelID = filepath.Base(filepath.Clean(dir))
 	}
 	rssBefore := residentBytes()
 	start := time.Now()
-	m, err := openModel(env, dir)
-	if err != nil {
-		return nil, err
+	models := make([]*model, 0, opts.Decoders)
+	destroy := func() {
+		for _, m := range models {
+			m.destroy()
+		}
 	}
+	for range opts.Decoders {
+		m, err := openModel(env, dir)
+		if err != nil {
+			destroy()
+			return nil, err
+		}
+		models = append(models, m)
+	}
+	m := models[0]
 	lang, err := ParseLanguage(opts.Language)
 	if err == nil && lang == "" {
 		lang = DefaultLanguage
@@ -142,14 +178,15 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 		err = m.dec.serves(lang, opts.ModelID)
 	}
 	if err != nil {
-		m.destroy()
+		destroy()
 		return nil, fmt.Errorf("whisper default language: %w", err)
 	}
 	e := &Engine{
 		modelID:  opts.ModelID,
 		language: lang,
 		model:    m,
-		queue:    newSchedule(opts.QueueDepth, opts.OwnerDepth),
+		models:   models,
+		queue:    newSchedule(opts.QueueDepth, opts.OwnerDepth, opts.Decoders),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		loadMs:   ms(time.Since(start)),
@@ -158,14 +195,23 @@ func Load(ctx context.Context, env *runtime.Env, dir string, opts Options) (*Eng
 		warm := time.Now()
 		// One second of silence through the whole path: the first pass is several times slower
 		// than every later one, and no caller should pay for it.
-		if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate), nil, e.decodeOpts(Request{Language: DefaultLanguage})); err != nil {
-			m.destroy()
-			return nil, fmt.Errorf("whisper warm-up: %w", err)
+		for _, m := range models {
+			if _, err := m.transcribe(ctx, make([]float32, audio.WhisperSampleRate), nil, e.decodeOpts(Request{Language: DefaultLanguage})); err != nil {
+				destroy()
+				return nil, fmt.Errorf("whisper warm-up: %w", err)
+			}
 		}
 		e.warmupMs = ms(time.Since(warm))
 	}
 	e.residentDelta = residentBytes() - rssBefore
-	go e.own()
+	var owners sync.WaitGroup
+	for _, m := range models {
+		owners.Go(func() { e.own(m) })
+	}
+	go func() {
+		owners.Wait()
+		close(e.done)
+	}()
 	return e, nil
 }
 
@@ -177,7 +223,8 @@ func (e *Engine) Transcribe(ctx context.Context, pcm16k []float32) (Result, erro
 
 // TranscribeAs is Transcribe for req's owner and kind: finals are served first, fairly between
 // owners; a partial waits behind every final and is replaced (ErrSuperseded) by its owner's
-// next partial while it waits.
+// next partial or final while it waits, and is ended (ErrPreempted) by any final queued while it
+// is decoded.
 func (e *Engine) TranscribeAs(ctx context.Context, pcm16k []float32, req Request) (Result, error) {
 	if len(pcm16k) > audio.WhisperSamples {
 		return Result{}, fmt.Errorf("%w: %d samples (at most %d)", ErrAudioTooLong, len(pcm16k), audio.WhisperSamples)
@@ -186,7 +233,7 @@ func (e *Engine) TranscribeAs(ctx context.Context, pcm16k []float32, req Request
 	if err != nil {
 		return Result{}, err
 	}
-	return e.submit(req, job{ctx: ctx, pcm: pcm16k, opts: opts, reply: make(chan jobResult, 1)})
+	return e.submit(req, job{ctx: ctx, pcm: pcm16k, opts: opts, reply: make(chan jobResult, 1), kind: req.Kind})
 }
 
 // NumMels is the number of mel bands the model takes (80, or 128 for large-v3): the size of the
@@ -210,7 +257,7 @@ func (e *Engine) TranscribeMelAs(ctx context.Context, mel []float32, req Request
 	if err != nil {
 		return Result{}, err
 	}
-	return e.submit(req, job{ctx: ctx, mel: mel, opts: opts, reply: make(chan jobResult, 1)})
+	return e.submit(req, job{ctx: ctx, mel: mel, opts: opts, reply: make(chan jobResult, 1), kind: req.Kind})
 }
 
 // resolve checks a request's language and says how to decode it.
@@ -262,6 +309,7 @@ func (e *Engine) submit(req Request, j job) (Result, error) {
 		return Result{}, ErrClosed
 	default:
 	}
+	j.queued = time.Now()
 	if err := e.queue.push(ctx, req, j, e.quit); err != nil {
 		return Result{}, err
 	}
@@ -280,43 +328,13 @@ func (e *Engine) submit(req Request, j job) (Result, error) {
 	}
 }
 
-// own is the owner goroutine: the only one that touches the sessions after Load.
-func (e *Engine) own() {
-	defer close(e.done)
-	defer e.model.destroy()
-	refuseQueued := func() {
-		for j, ok := e.queue.pop(); ok; j, ok = e.queue.pop() {
-			j.reply <- jobResult{err: ErrClosed}
-		}
-	}
-	for {
-		select {
-		case <-e.quit:
-			refuseQueued()
-			return
-		default:
-		}
-		j, ok := e.queue.pop()
-		if !ok {
-			select {
-			case <-e.quit:
-				refuseQueued()
-				return
-			case <-e.queue.ready:
-			}
-			continue
-		}
-		e.running.Store(1)
-		var r jobResult
-		if err := j.ctx.Err(); err != nil {
-			r.err = err
-		} else {
-			r.res, r.err = e.model.transcribe(j.ctx, j.pcm, j.mel, j.opts)
-			e.decodes.Add(1)
-		}
-		e.running.Store(0)
-		j.reply <- r
-	}
+// own is an owner goroutine: the only one that touches m's sessions after Load.
+func (e *Engine) own(m *model) {
+	defer m.destroy()
+	e.queue.work(e.quit, func(ctx context.Context, j job) (Result, error) {
+		e.decodes.Add(1)
+		return m.transcribe(ctx, j.pcm, j.mel, j.opts)
+	})
 }
 
 // Stats reports the load figures and the queue now.
@@ -326,8 +344,11 @@ func (e *Engine) Stats() Stats {
 		LoadMs:             e.loadMs,
 		WarmupMs:           e.warmupMs,
 		ResidentDeltaBytes: e.residentDelta,
-		QueueDepth:         e.queue.len() + int(e.running.Load()),
+		QueueDepth:         e.queue.inFlight(),
 		Decodes:            e.decodes.Load(),
+		PartialsSuperseded: e.queue.superseded.Load(),
+		PartialsStale:      e.queue.stale.Load(),
+		PartialsPreempted:  e.queue.preempted.Load(),
 	}
 }
 

@@ -14,9 +14,12 @@ var (
 	ErrAudioTooLong = errors.New("audio longer than one 30 s whisper window")
 	// ErrMelShape: TranscribeMel was given features that are not [NumMels()*3000].
 	ErrMelShape = errors.New("log-mel features are not one [n_mels, 3000] whisper window")
-	// ErrSuperseded: a newer partial of the same owner took this one's place in the queue
-	// (TranscribeAs with Kind Partial); it was not decoded.
+	// ErrSuperseded: a newer partial of the same owner took this one's place in the queue, or a
+	// final of the same owner was queued (TranscribeAs with Kind Partial); it was not decoded.
 	ErrSuperseded = errors.New("whisper partial superseded by a newer one")
+	// ErrPreempted: a final was queued while this partial was being decoded; its decode ended
+	// between decoder steps so the final goes next (TranscribeAs with Kind Partial).
+	ErrPreempted = errors.New("whisper partial preempted by a final")
 	// ErrUnknownLanguage: a request's language is not one of Whisper's (ParseLanguage).
 	ErrUnknownLanguage = errors.New("unknown language")
 	// ErrLanguageNotServed: the model has no token for the language asked (an English-only
