@@ -87,9 +87,9 @@ func onsetReply(t *testing.T) (evs []map[string]any, got, first int) {
 	c.send(appendEvent(pcm24(100, true))) // the onset: the reply pauses
 	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": userItem})
 	evs = append(evs, c.until("conversation.item.retrieved")...) // the onset was heard
-	gate <- struct{}{}                                            // the second sentence is ready while paused
-	c.send(appendEvent(pcm24(200, false)))                        // the run is lost; the grace is 400 ms
-	time.Sleep(300 * time.Millisecond)                            // a writer not held would send the second sentence now
+	gate <- struct{}{}                                           // the second sentence is ready while paused
+	c.send(appendEvent(pcm24(200, false)))                       // the run is lost; the grace is 400 ms
+	time.Sleep(300 * time.Millisecond)                           // a writer not held would send the second sentence now
 	for range onsetConfirm + 5 {
 		c.send(appendEvent(pcm24(100, true)))
 	}
