@@ -29,10 +29,10 @@ import (
 //   - cough and door knocks: synthesised with sox (no Debian package ships either): a cough is two
 //     band-limited noise bursts with a fast attack and a decay, a knock three low thumps;
 //   - backchannels and "stop, wait": the fixture Whisper reads the fixture codec's tones, not
-//     speech, and Silero opens on speech, not tones; so, as voiced-bench -fixture-speech does,
-//     each is espeak-ng speech (normalised to a 0.5 peak) with the codec's tones of the words
-//     laid over it at 0.15 (fixture.Waveform of the words' letters: Kokoro's vocabulary has the
-//     ASCII letters, so the fixture Whisper's partial can read "mhm, mhm." as those words). Words
+//     speech, and Silero opens on speech, not tones; so each is the codec's tones of the words
+//     (fixture.Waveform of the words' letters: Kokoro's vocabulary has the ASCII letters) placed
+//     where the server's turn window begins, then espeak-ng speech (alignedWords,
+//     rooms_align_test.go: why mixing them failed, and how the place is found). Words
 //     are chosen so the fixture reads them as English (its language signature: 'e', 'o', 'r'
 //     count as Spanish, capitals as English; "sTop, waIt." lowers to "stop wait").
 
