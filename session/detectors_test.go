@@ -45,8 +45,8 @@ func loud16k(n int) []float32 {
 }
 
 // A session's server_vad becomes turn's Hush with its settings; positions come back in samples
-// on the clock it is fed: the start at the first loud window (no prefix padding), the
-// stop at the last speech plus the silence duration.
+// on the clock it is fed: the onset and the start at the first loud window (no prefix padding),
+// the stop at the last speech plus the silence duration.
 func TestTurnDetectorsServerVAD(t *testing.T) {
 	newDetector := TurnDetectors(energySpeech)
 	d, err := newDetector(wire.TurnDetection{Type: wire.TurnServerVAD, Threshold: 0.5, PrefixPaddingMs: 0, SilenceDurationMs: 320}, nil)
@@ -65,9 +65,9 @@ func TestTurnDetectorsServerVAD(t *testing.T) {
 		at += int64(len(pcm))
 		evs = append(evs, got...)
 	}
-	want := []turn.Event{turn.SpeechStarted{Start: 4096}, turn.Paused{At: 4096 + 16384},
+	want := []turn.Event{turn.Onset{At: 4096}, turn.SpeechStarted{Start: 4096}, turn.Paused{At: 4096 + 16384},
 		turn.SpeechStopped{End: 4096 + 16384 + 5120, SpeechEnd: 4096 + 16384}}
-	if len(evs) != len(want) || evs[0] != want[0] || evs[1] != want[1] || evs[2] != want[2] {
+	if len(evs) != len(want) || evs[0] != want[0] || evs[1] != want[1] || evs[2] != want[2] || evs[3] != want[3] {
 		t.Fatalf("events %+v, want %+v", evs, want)
 	}
 	if _, err := newDetector(wire.TurnDetection{Type: wire.TurnSemanticVAD, Eagerness: "eager"}, func() string { return "" }); err == nil {
@@ -179,7 +179,7 @@ func TestEagernessReachesDetector(t *testing.T) {
 	}
 }
 
-// semantic_vad's hints reach the conversation as turn events: the transcript judged finished in
+// semantic_vad's hints reach the conversation as turn events (the onset first): the transcript judged finished in
 // the pause (EndLikely), then the speaker going on (EndUnlikely), then the stop.
 func TestTurnDetectorsSemanticHints(t *testing.T) {
 	d, err := TurnDetectors(energySpeech)(wire.TurnDetection{Type: wire.TurnSemanticVAD}, func() string { return "Hi there." })
@@ -197,7 +197,7 @@ func TestTurnDetectorsSemanticHints(t *testing.T) {
 		at += int64(len(pcm))
 		evs = append(evs, got...)
 	}
-	want := []turn.Event{turn.SpeechStarted{Start: 0}, turn.Paused{At: 5120}, turn.EndLikely{At: 5632, Transcript: "Hi there."},
+	want := []turn.Event{turn.Onset{At: 0}, turn.SpeechStarted{Start: 0}, turn.Paused{At: 5120}, turn.EndLikely{At: 5632, Transcript: "Hi there."},
 		turn.EndUnlikely{At: 6144, Resumed: true}, turn.Paused{At: 8192}, turn.EndLikely{At: 8704, Transcript: "Hi there."},
 		turn.SpeechStopped{End: 8192 + 3584, SpeechEnd: 8192}} // the Complete wait, 200 ms, in whole windows
 	if len(evs) != len(want) {

@@ -227,6 +227,7 @@ func (c *conversation) heard(pcm []float32) bool {
 		c.turnEvent(ev)
 	}
 	c.judgeSpeech()
+	c.onsetSettle()
 	c.checkIdleTimeout()
 	held := c.in.pending != nil // speech judged: partials for its words, none streamed yet
 	if stream := c.in.sess.Transcription != nil && !held; c.in.speechItem != "" && (stream || held || c.in.sess.TurnDetection.Type == wire.TurnSemanticVAD) {
@@ -285,6 +286,12 @@ func (c *conversation) turnEvent(ev turn.Event) {
 		if c.in.speechItem != "" {
 			c.in.partials.paused = true // hear decodes the turn so far below, whatever the cadence
 		}
+	case turn.Onset:
+		if c.in.speechItem == "" {
+			c.onsetHeard()
+		}
+	case turn.OnsetLost:
+		c.onsetLost(ev.At)
 	case turn.SpeechStarted:
 		if c.in.speechItem == "" {
 			c.speechStarted(ev.Start)
@@ -299,8 +306,13 @@ func (c *conversation) turnEvent(ev turn.Event) {
 // speechStarted: the user took the floor at timeline sample at: the input side starts the turn,
 // then speech_started goes out and, when the session says so, the reply in progress is cut.
 func (c *conversation) speechStarted(at int64) {
+	onset := c.in.onset // the reply was paused on the speech's first window (interrupt.go)
+	c.in.onset = false
 	if c.holdSpeech(at) {
 		return // judged before the client hears of it (interrupt.go)
+	}
+	if onset {
+		defer func() { c.pause.release(); c.resumePlayer() }()
 	}
 	c.send(c.in.takeFloor(at))
 	c.turns.answerSince.Store(0) // a new turn: the last one's reply is no longer awaited

@@ -72,6 +72,8 @@ type inputSide struct {
 	partials    partials
 	spec        *speculation // the held turn's speculative reply (speculate.go); nil when none
 	pending     *pending     // speech during a reply, not yet judged an interruption (interrupt.go)
+	onset       bool         // a reply paused on a run of speech not yet a turn (turn.Onset; interrupt.go)
+	onsetLost   int64        // where that run broke (turn.OnsetLost); -1 while it runs
 	itemAudio   int64        // 16 kHz samples handed over in conversation.item.create (toward the session limit)
 	// idleArmed, idleFrom: server_vad's idle_timeout_ms clock runs from idleFrom (timeline sample:
 	// the end of the last response's audio) while armed; speech disarms it.
@@ -210,6 +212,12 @@ func (in *inputSide) onTimeline(evs []turn.Event) []turn.Event {
 			e.At = at(e.At)
 			evs[i] = e
 		case turn.Paused:
+			e.At = at(e.At)
+			evs[i] = e
+		case turn.Onset:
+			e.At = at(e.At)
+			evs[i] = e
+		case turn.OnsetLost:
 			e.At = at(e.At)
 			evs[i] = e
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/voiced/voiced/wire"
@@ -31,14 +32,55 @@ type pending struct {
 type pauseGate struct {
 	mu     sync.Mutex
 	closed chan struct{} // nil: open; else closed when opened again
+	// brief, when set, opens a hold taken by holdBriefly once it expires; any other hold or
+	// release stops it.
+	brief *time.Timer
 }
 
 // hold pauses the replies before their next audio.
 func (g *pauseGate) hold() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.stopBrief()
 	if g.closed == nil {
 		g.closed = make(chan struct{})
+	}
+}
+
+// holdBriefly pauses the replies for at most d unless hold or release comes first; at expiry
+// the gate opens and then() runs (under the gate's lock, so a hold that follows it comes after).
+// A brief hold already taken starts its d again; a hold (not brief) is left as it is.
+func (g *pauseGate) holdBriefly(d time.Duration, then func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed != nil && g.brief == nil {
+		return
+	}
+	g.stopBrief()
+	ch := g.closed
+	if ch == nil {
+		ch = make(chan struct{})
+		g.closed = ch
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.brief != t || g.closed != ch {
+			return
+		}
+		g.brief = nil
+		close(ch)
+		g.closed = nil
+		then()
+	})
+	g.brief = t
+}
+
+func (g *pauseGate) stopBrief() {
+	if g.brief != nil {
+		g.brief.Stop()
+		g.brief = nil
 	}
 }
 
@@ -46,6 +88,7 @@ func (g *pauseGate) hold() {
 func (g *pauseGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.stopBrief()
 	if g.closed != nil {
 		close(g.closed)
 		g.closed = nil
@@ -75,6 +118,62 @@ func (g *pauseGate) wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// onsetPauseMax bounds a pause on an onset (onsetHeard) that neither becomes a turn nor is
+// settled by more audio (the client stopped sending in the middle of it): the reply plays on
+// after it (wall clock, from the last onset).
+const onsetPauseMax = 1 * time.Second
+
+// onsetGrace is the audio a pause on an onset outlives the run that broke: speech whose first
+// run breaks before the detector's minimum speech (the "s" of "stop", then the "t"'s closure)
+// starts again within it. Measured on the stop corpus (tests/rooms_corpus_test.go): gaps up to
+// 320 ms between the broken run and the next.
+const onsetGrace = 400 * hearRate / 1000
+
+// onsetHeard: the detector scored a window as speech during a reply that the session judges
+// (voiced.interruption): the reply pauses at once, before the run has lasted the detector's
+// minimum speech (turn.DefaultMinSpeech, 160 ms), so output stops as soon as speech is heard;
+// holdSpeech keeps it paused if the run becomes a turn; a run that breaks first resumes it
+// onsetGrace later unless speech starts again (onsetSettle). On WebSocket a spike costs nothing
+// audible (the client holds what it was sent); on a WebRTC track it is a gap of the spike and
+// the grace, ~0.5 s.
+func (c *conversation) onsetHeard() {
+	td := c.in.sess.TurnDetection
+	if c.in.sess.Interruption == nil || !td.InterruptResponse || c.in.pending != nil || (!c.in.onset && !c.speaking()) {
+		return
+	}
+	c.in.onset, c.in.onsetLost = true, -1
+	c.pause.holdBriefly(onsetPauseMax, c.resumePlayer)
+	c.pausePlayer()
+}
+
+// onsetLost: the run onsetHeard paused for broke at timeline sample at before it was a turn.
+func (c *conversation) onsetLost(at int64) {
+	if c.in.onset {
+		c.in.onsetLost = at
+	}
+}
+
+// onsetSettle resumes the reply paused on an onset once onsetGrace of audio has passed since
+// its run broke with no new one.
+func (c *conversation) onsetSettle() {
+	if !c.in.onset || c.in.onsetLost < 0 || c.in.input.timeline-c.in.onsetLost < onsetGrace {
+		return
+	}
+	c.endOnset()
+}
+
+// endOnset forgets a pause on an onset and, unless speech is held, resumes the reply.
+func (c *conversation) endOnset() {
+	if !c.in.onset {
+		return
+	}
+	c.in.onset = false
+	if c.in.pending == nil {
+		c.pause.release()
+		c.resumePlayer()
 	}
 }
 
@@ -164,7 +263,7 @@ func (c *conversation) speechEnded(at, speechEnd int64) bool {
 	y := c.in.yieldFloor(at, speechEnd)
 	y.spec.drop()
 	c.in.partials.reset()
-	c.log.Debug("speech during a reply was no interruption: the reply resumes", "ms", sampleMs(end-p.onset))
+	c.log.Debug("speech during a reply was no interruption: the reply resumes", "ms", sampleMs(end-p.onset), "partial", c.in.partials.Partial())
 	c.pause.release()
 	c.resumePlayer()
 	return true
@@ -173,6 +272,7 @@ func (c *conversation) speechEnded(at, speechEnd int64) bool {
 // dropPending forgets speech held when the turn is ended another way (a manual commit, a
 // clear, a new configuration): the reply resumes.
 func (c *conversation) dropPending() {
+	c.endOnset()
 	if c.in.pending != nil {
 		c.in.pending = nil
 		c.pause.release()

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // floorOnly keeps the events that change the floor (SpeechStarted, SpeechStopped).
@@ -131,7 +132,7 @@ func TestEndLikelyLead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Event{SpeechStarted{Start: 0}, Paused{At: 10 * 512}, EndLikely{At: 11 * 512, Transcript: "Stop."},
+	want := []Event{Onset{At: 0}, SpeechStarted{Start: 0}, Paused{At: 10 * 512}, EndLikely{At: 11 * 512, Transcript: "Stop."},
 		SpeechStopped{End: 10*512 + int64(windowsFor(Wait(EagernessAuto, Complete)))*16, SpeechEnd: 10 * 512}}
 	if !reflect.DeepEqual(evs, want) {
 		t.Fatalf("events %+v, want %+v", evs, want)
@@ -231,5 +232,46 @@ func TestCompleteTailCountsAsQuiet(t *testing.T) {
 	resumed := append(append([]float32(nil), speech...), 0.1, 0.6, 0.6)
 	if got := stopAfter("Stop.", resumed); got != 13 {
 		t.Errorf("complete, resumed after a dip: speech ends after window %d, want 13", got)
+	}
+}
+
+// Onset comes on the first window of a run of speech, before the minimum speech makes it a turn;
+// a run that breaks first ends with OnsetLost and no turn (issue 22: a reply pauses on the
+// onset, 160 ms before speech_started).
+func TestOnsetBeforeSpeechStarted(t *testing.T) {
+	tests := map[string]struct {
+		pcm  []float32
+		want []Event
+	}{
+		"a run that lasts": {windows(8, true), []Event{Onset{At: 0}, SpeechStarted{Start: 0}}},
+		"a spike":          {append(windows(3, true), windows(4, false)...), []Event{Onset{At: 0}, OnsetLost{At: 4 * 512}}},
+		"a spike, then speech": {concat(windows(2, false), windows(2, true), windows(1, false), windows(6, true)),
+			[]Event{Onset{At: 2 * 512}, OnsetLost{At: 5 * 512}, Onset{At: 5 * 512}, SpeechStarted{Start: 5 * 512}}},
+		"silence": {windows(10, false), nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h, err := NewHush(HushConfig{Speech: levelSpeech, Threshold: 0.5, SilenceDuration: time.Second, MinSpeech: DefaultMinSpeech})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			evs, err := h.Feed(tc.pcm, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(evs, tc.want) {
+				t.Fatalf("events %+v, want %+v", evs, tc.want)
+			}
+		})
+	}
+	// With no minimum speech the first window is the turn: no Onset before it.
+	h, err := NewHush(HushConfig{Speech: levelSpeech, Threshold: 0.5, SilenceDuration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if evs, _ := h.Feed(windows(2, true), 0); !reflect.DeepEqual(evs, []Event{SpeechStarted{Start: 0}}) {
+		t.Fatalf("min speech 0: events %+v, want only SpeechStarted", evs)
 	}
 }

@@ -114,6 +114,22 @@ type Paused struct {
 	At int64
 }
 
+// Onset: while no turn is held, a window scored as speech begins a run that has not yet lasted
+// the minimum speech (it may be a noise's spike): At is the run's first sample. SpeechStarted
+// follows once the run lasts, OnsetLost if it breaks first. A listener that must stop talking
+// at once (a reply being played, issue 22) can pause on it, 160 ms before SpeechStarted.
+type Onset struct {
+	At int64
+}
+
+// OnsetLost: the run Onset named broke before the minimum speech: no turn starts. At is the end
+// of the first window scored as no speech.
+type OnsetLost struct {
+	At int64
+}
+
+func (Onset) isEvent()         {}
+func (OnsetLost) isEvent()     {}
 func (SpeechStarted) isEvent() {}
 func (Paused) isEvent()        {}
 func (SpeechStopped) isEvent() {}
@@ -214,11 +230,17 @@ func (f *machine) Feed(pcm16k []float32, at int64) ([]Event, error) {
 func (f *machine) step(events []Event, prob float32, from, to int64) []Event {
 	if f.floorState != Held {
 		if prob < f.open {
+			if f.runStart >= 0 {
+				events = append(events, OnsetLost{At: to})
+			}
 			f.runStart = -1
 			return events
 		}
 		if f.runStart < 0 {
 			f.runStart = from
+			if to-f.runStart < int64(f.minSpeech) {
+				events = append(events, Onset{At: from})
+			}
 		}
 		if to-f.runStart < int64(f.minSpeech) {
 			return events

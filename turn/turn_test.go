@@ -199,6 +199,7 @@ func TestTimelineFollowsAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ev = floorOnly(ev)
 	if kinds(ev) != "SE" {
 		t.Fatalf("events %v", ev)
 	}

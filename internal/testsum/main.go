@@ -33,9 +33,6 @@ var allowed = []struct {
 	{rx(`/speechcore/squelch$`), rx(`^TestLoadNeedsRuntime$`), rx(``), "by design: needs a process without the runtime"},
 	// The fairness check needs a backlog; a machine that decodes faster than the client sends has none.
 	{rx(`/tests$`), rx(`^TestFaultsWhisperBudget$`), rx(`machine decoded faster`), "machine too fast to build a backlog"},
-	// A measurement, not a guard (issue 22's output-stop timing): its fixture-made "stop, wait"
-	// corpus is not yet judged an interruption reliably, so it runs on request (VOICED_ROOMS_STOP=1).
-	{rx(`/tests$`), rx(`^TestRoomsStopWaitCutsWS$`), rx(`VOICED_ROOMS_STOP`), "a measurement run on request (issue 22, not yet reliable)"},
 	// The reference data (Whisper vocabularies, Kokoro config, recordings) lives outside the repo
 	// (VOICED_SHARED_DATA, never committed); a clean clone has none of it.
 	{rx(``), rx(``), rx(`VOICED_SHARED_DATA`), "reference data outside the repository"},
