@@ -3,6 +3,7 @@ package audio
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -225,16 +226,19 @@ func (r *Resampler) Delay() int {
 }
 
 // Process consumes a chunk and returns the output samples it completes.
-func (r *Resampler) Process(chunk []float32) []float32 {
+func (r *Resampler) Process(chunk []float32) []float32 { return r.ProcessTo(nil, chunk) }
+
+// ProcessTo is Process appending its output to dst (grown as append grows it): a caller that
+// keeps the stream in one buffer resamples into it with no allocation or copy of its own.
+func (r *Resampler) ProcessTo(dst, chunk []float32) []float32 {
+	r.received += int64(len(chunk))
 	if r.k == nil {
-		r.received += int64(len(chunk))
-		return append([]float32(nil), chunk...)
+		return append(dst, chunk...)
 	}
 	r.buf = append(r.buf, chunk...)
-	r.received += int64(len(chunk))
 	// Output n needs inputs up to q+H where q = floor(n·M/L).
 	last := r.received - 1 - int64(r.k.half) // the largest q whose taps are all here
-	return r.emit(nil, last)
+	return r.emit(dst, last)
 }
 
 // Flush ends the stream: it returns the outputs that were waiting on future input (taken as
@@ -256,8 +260,8 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 	k := r.k
 	l, m, taps := int64(k.l), int64(k.m), 2*k.half
 	if lastQ >= 0 {
-		if n := (lastQ+1)*l/m + 2 - r.next; n > 0 && out == nil {
-			out = make([]float32, 0, n)
+		if n := (lastQ+1)*l/m + 2 - r.next; n > 0 {
+			out = slices.Grow(out, int(n))
 		}
 	}
 	for {
@@ -286,7 +290,9 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 	return out
 }
 
-func dot(c, x []float32) float32 {
+// dotGo is dot in plain Go: four scalar accumulators. amd64 uses dotSSE (dot_amd64.s), which
+// sums in a different order (within float32 rounding of it; TestDotMatchesGo).
+func dotGo(c, x []float32) float32 {
 	x = x[:len(c)]
 	var s0, s1, s2, s3 float32
 	i := 0
