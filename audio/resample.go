@@ -264,21 +264,23 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 			out = slices.Grow(out, int(n))
 		}
 	}
-	for {
-		pos := r.next * m
-		q, p := pos/l, int(pos%l)
-		if q > lastQ {
-			break
-		}
+	// Output n is at q + p/L with q, p = n·M divmod L: stepped by M/L, M mod L per output.
+	q, p := r.next*m/l, r.next*m%l
+	stepQ, stepP := m/l, m%l
+	for q <= lastQ {
 		var c []float32
 		if k.phases != nil {
 			c = k.phases[p]
 		} else {
-			c = k.phase(p, r.scratch)
+			c = k.phase(int(p), r.scratch)
 		}
 		start := q - int64(k.half) + 1 - r.base
 		out = append(out, dot(c, r.buf[start:start+int64(taps)]))
 		r.next++
+		q, p = q+stepQ, p+stepP
+		if p >= l {
+			q, p = q+1, p-l
+		}
 	}
 	// Drop input no later output can reach.
 	keep := r.next*m/l - int64(k.half) + 1 - r.base
