@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/voiced/voiced/audio"
@@ -273,13 +272,13 @@ func (b *inputBuffer) append(data []byte) ([]float32, error) {
 	if cap(b.decoded) > maxKeptDecoded {
 		b.decoded = nil // one long append's buffer is not kept for the 20 ms ones
 	}
-	b.raw = grown(b.raw, len(data))
+	b.raw = grown(b.raw, len(data), (maxInputAudio+hearStep)*b.rate/1000*b.format.BytesPerSample())
 	b.raw = append(b.raw, data...)
 	if len(b.pcm) == 0 {
 		b.start = b.timeline
 	}
 	n := len(b.pcm)
-	b.pcm = b.resampler.ProcessTo(grown(b.pcm, len(decoded)*hearRate/b.rate+resampleSlack), decoded)
+	b.pcm = b.resampler.ProcessTo(grown(b.pcm, len(decoded)*hearRate/b.rate+resampleSlack, (maxInputAudio+hearStep)*hearRate/1000), decoded)
 	pcm := b.pcm[n:len(b.pcm):len(b.pcm)]
 	b.timeline += int64(len(pcm))
 	return pcm, nil
@@ -292,14 +291,21 @@ const (
 	resampleSlack = 8
 )
 
-// grown returns s with room for n more elements. Where it lacks it, s is grown to at least twice
-// its capacity (append grows a large slice by a quarter), so a buffer that grows 20 ms at a time
-// is copied about once per sample instead of about four times.
-func grown[T any](s []T, n int) []T {
+// grown returns s with room for n more elements. Where it lacks it, s is grown to twice its
+// capacity (append grows a large slice by a quarter), so a buffer that grows 20 ms at a time is
+// copied about once per sample instead of about four times; but not past most, the most the
+// buffer holds (maxInputAudio and one more step), while that is room enough.
+func grown[T any](s []T, n, most int) []T {
 	if cap(s)-len(s) >= n {
 		return s
 	}
-	return slices.Grow(s, max(n, 2*cap(s)-len(s)+1))
+	c := max(len(s)+n, 2*cap(s))
+	if len(s)+n <= most {
+		c = min(c, most)
+	}
+	out := make([]T, len(s), c)
+	copy(out, s)
+	return out
 }
 
 // appendSamples adds track audio, already at 16 kHz: the recogniser hears the track's own

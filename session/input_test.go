@@ -59,7 +59,7 @@ func TestInputBufferAppendReturnsItsAudio(t *testing.T) {
 		var raw []byte
 		var got, want [][]float32
 		var extended []float32 // the last append's audio with a sample added by whoever got it
-		for i := range 200 { // 4 s in 20 ms appends of a changing tone
+		for i := range 200 {   // 4 s in 20 ms appends of a changing tone
 			s := make([]int16, b.rate/50)
 			for j := range s {
 				s[j] = int16(9000 * math.Sin(float64(i*len(s)+j)*float64(300+i)/float64(b.rate)))
@@ -95,5 +95,26 @@ func TestInputBufferAppendReturnsItsAudio(t *testing.T) {
 		if b.start+int64(len(b.pcm)) != b.timeline {
 			t.Fatalf("%v: start %d + %d buffered != timeline %d", f, b.start, len(b.pcm), b.timeline)
 		}
+	}
+}
+
+// The buffers grow by doubling but never past what the buffer may hold (maxInputAudio and one
+// more step): two minutes of 20 ms appends leave them no larger than that.
+func TestInputBufferGrowsWithinItsBound(t *testing.T) {
+	var b inputBuffer
+	if err := b.setFormat(wire.PCM16); err != nil {
+		t.Fatal(err)
+	}
+	chunk := audio.Int16ToBytes(make([]int16, 480)) // 20 ms at 24 kHz
+	for range maxInputAudio / 20 {
+		if _, err := b.append(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most := (maxInputAudio + hearStep) * hearRate / 1000; cap(b.pcm) > most {
+		t.Errorf("16 kHz buffer: capacity %d samples for %d, bound %d", cap(b.pcm), len(b.pcm), most)
+	}
+	if most := (maxInputAudio + hearStep) * 24000 / 1000 * 2; cap(b.raw) > most {
+		t.Errorf("raw buffer: capacity %d bytes for %d, bound %d", cap(b.raw), len(b.raw), most)
 	}
 }
