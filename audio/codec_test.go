@@ -2,6 +2,7 @@ package audio
 
 import (
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -70,5 +71,35 @@ func TestAppendDecode(t *testing.T) {
 	dst := []float32{1}
 	if got, err := PCM16.AppendDecode(dst, []byte{1, 2, 3}); !errors.Is(err, ErrOddLength) || len(got) != 1 {
 		t.Errorf("odd PCM16: %v, %d samples; want ErrOddLength, dst unchanged", err, len(got))
+	}
+}
+
+// AppendDecode of PCM16 is PCM16ToFloat32 bit for bit, over every int16.
+func TestAppendDecodePCM16EveryValue(t *testing.T) {
+	t.Parallel()
+	all := make([]int16, 1<<16)
+	for i := range all {
+		all[i] = int16(i)
+	}
+	b := Int16ToBytes(all)
+	want, _ := PCM16ToFloat32(b)
+	got, err := PCM16.AppendDecode(nil, b)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d samples, %v", len(got), err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%d: %v, want %v", all[i], got[i], want[i])
+		}
+	}
+}
+
+// BenchmarkAppendDecode20ms: one 20 ms 24 kHz PCM16 append decoded into a reused buffer.
+func BenchmarkAppendDecode20ms(b *testing.B) {
+	pcm := Int16ToBytes(make([]int16, 480))
+	var dst []float32
+	b.ReportAllocs()
+	for b.Loop() {
+		dst, _ = PCM16.AppendDecode(dst[:0], pcm)
 	}
 }
