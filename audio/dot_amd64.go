@@ -1,33 +1,24 @@
 package audio
 
-import "golang.org/x/sys/cpu"
-
-// The polyphase resampler spends nearly all its time in dot: in assembly here (dot_amd64.s),
-// AVX2 with FMA where the CPU has them, SSE (every amd64) otherwise. Both sum in another order
-// than dotGo, and FMA rounds once per tap: the same to within float32 rounding (TestDotMatchesGo,
-// TestResampleSpeechMatchesReference).
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// The polyphase resampler spends nearly all its time in its dot products. dot4 computes four
+// of them at once in SSE (dot_amd64.s, every amd64), each bit for bit as dotGo computes it:
+// the same products and the same order of additions, only four independent sums interleaved.
 
 //go:noescape
-func dotSSE(c, x []float32) float32
+func dot4SSE(c0, c1, c2, c3, x0, x1, x2, x3 *float32, n int, out *[4]float32)
 
-//go:noescape
-func dotAVX2(c, x []float32) float32
-
-// dot is Σ c[i]·x[i] over len(c); x must hold at least len(c) samples.
-func dot(c, x []float32) float32 {
-	x = x[:len(c)]
-	if useAVX2 {
-		return dotAVX2(c, x)
+// dot4 sets out[k] = dotGo(c[k], x[k]) for four pairs whose c have one length n; each x must
+// hold at least n samples.
+func dot4(c, x *[4][]float32, out *[4]float32) {
+	n := len(c[0])
+	for k := range c {
+		if len(c[k]) != n || len(x[k]) < n {
+			panic("audio: dot4 lengths")
+		}
 	}
-	return dotSSE(c, x)
-}
-
-// dotVariants are the implementations this CPU can run, for the tests.
-func dotVariants() map[string]func(c, x []float32) float32 {
-	v := map[string]func(c, x []float32) float32{"go": dotGo, "sse": dotSSE}
-	if useAVX2 {
-		v["avx2"] = dotAVX2
+	if n == 0 {
+		*out = [4]float32{}
+		return
 	}
-	return v
+	dot4SSE(&c[0][0], &c[1][0], &c[2][0], &c[3][0], &x[0][0], &x[1][0], &x[2][0], &x[3][0], n, out)
 }

@@ -1,141 +1,99 @@
 #include "textflag.h"
 
-// func dotSSE(c, x []float32) float32
-// Σ c[i]·x[i] over len(c) (x is at least as long: the Go caller checks). SSE (every amd64):
-// four 4-lane accumulators over 16 taps a step, then 4 a step, then the scalar tail.
-TEXT ·dotSSE(SB), NOSPLIT, $0-52
-	MOVQ c_base+0(FP), SI
-	MOVQ c_len+8(FP), CX
-	MOVQ x_base+24(FP), DI
+// func dot4SSE(c0, c1, c2, c3, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+// out[k] = Σ ck[i]·xk[i], i < n, for four independent pairs, each summed exactly as dotGo sums
+// (bit for bit): one 4-lane accumulator per pair, lane j holding dotGo's s_j (taps i ≡ j mod 4,
+// in order), the tail added to lane 0, then (s0+s1)+(s2+s3). Four pairs at once hide the add
+// latency that one chain of adds per lane would wait on.
+TEXT ·dot4SSE(SB), NOSPLIT, $0-80
+	MOVQ c0+0(FP), AX
+	MOVQ c1+8(FP), BX
+	MOVQ c2+16(FP), CX
+	MOVQ c3+24(FP), DX
+	MOVQ x0+32(FP), SI
+	MOVQ x1+40(FP), DI
+	MOVQ x2+48(FP), R8
+	MOVQ x3+56(FP), R9
+	MOVQ n+64(FP), R10
 	XORPS X0, X0
 	XORPS X1, X1
 	XORPS X2, X2
 	XORPS X3, X3
-	CMPQ CX, $16
-	JLT  by4
-
-by16:
-	MOVUPS 0(SI), X4
-	MOVUPS 16(SI), X5
-	MOVUPS 32(SI), X6
-	MOVUPS 48(SI), X7
-	MOVUPS 0(DI), X8
-	MOVUPS 16(DI), X9
-	MOVUPS 32(DI), X10
-	MOVUPS 48(DI), X11
-	MULPS  X8, X4
-	MULPS  X9, X5
-	MULPS  X10, X6
-	MULPS  X11, X7
-	ADDPS  X4, X0
-	ADDPS  X5, X1
-	ADDPS  X6, X2
-	ADDPS  X7, X3
-	ADDQ   $64, SI
-	ADDQ   $64, DI
-	SUBQ   $16, CX
-	CMPQ   CX, $16
-	JGE    by16
+	MOVQ  R10, R11
+	ANDQ  $-4, R11
+	SHLQ  $2, R11  // bytes in whole groups of 4
+	SHLQ  $2, R10  // bytes in all
+	XORQ  R12, R12 // byte offset
+	CMPQ  R12, R11
+	JGE   tail
 
 by4:
-	CMPQ   CX, $4
-	JLT    reduce
-	MOVUPS 0(SI), X4
-	MOVUPS 0(DI), X8
+	MOVUPS (AX)(R12*1), X4
+	MOVUPS (SI)(R12*1), X8
 	MULPS  X8, X4
 	ADDPS  X4, X0
-	ADDQ   $16, SI
-	ADDQ   $16, DI
-	SUBQ   $4, CX
-	JMP    by4
+	MOVUPS (BX)(R12*1), X5
+	MOVUPS (DI)(R12*1), X9
+	MULPS  X9, X5
+	ADDPS  X5, X1
+	MOVUPS (CX)(R12*1), X6
+	MOVUPS (R8)(R12*1), X10
+	MULPS  X10, X6
+	ADDPS  X6, X2
+	MOVUPS (DX)(R12*1), X7
+	MOVUPS (R9)(R12*1), X11
+	MULPS  X11, X7
+	ADDPS  X7, X3
+	ADDQ   $16, R12
+	CMPQ   R12, R11
+	JLT    by4
+
+tail:
+	CMPQ  R12, R10
+	JGE   reduce
+	MOVSS (AX)(R12*1), X4
+	MULSS (SI)(R12*1), X4
+	ADDSS X4, X0
+	MOVSS (BX)(R12*1), X5
+	MULSS (DI)(R12*1), X5
+	ADDSS X5, X1
+	MOVSS (CX)(R12*1), X6
+	MULSS (R8)(R12*1), X6
+	ADDSS X6, X2
+	MOVSS (DX)(R12*1), X7
+	MULSS (R9)(R12*1), X7
+	ADDSS X7, X3
+	ADDQ  $4, R12
+	JMP   tail
 
 reduce:
-	ADDPS  X1, X0
-	ADDPS  X3, X2
-	ADDPS  X2, X0
-	MOVAPS X0, X1
-	SHUFPS $0x4E, X1, X1 // lanes 2 3 0 1
-	ADDPS  X1, X0
-	MOVAPS X0, X1
-	SHUFPS $0xB1, X1, X1 // lanes 1 0 3 2
-	ADDPS  X1, X0        // lane 0: the sum of the four
-
-by1:
-	TESTQ  CX, CX
-	JEQ    done
-	MOVSS  0(SI), X4
-	MULSS  0(DI), X4
-	ADDSS  X4, X0
-	ADDQ   $4, SI
-	ADDQ   $4, DI
-	DECQ   CX
-	JMP    by1
-
-done:
-	MOVSS X0, ret+48(FP)
-	RET
-
-// func dotAVX2(c, x []float32) float32
-// dot in AVX2 with FMA (where the CPU has both): four 8-lane accumulators over 32 taps a
-// step, then 8 a step, then the scalar tail.
-TEXT ·dotAVX2(SB), NOSPLIT, $0-52
-	MOVQ   c_base+0(FP), SI
-	MOVQ   c_len+8(FP), CX
-	MOVQ   x_base+24(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	CMPQ   CX, $32
-	JLT    avx8
-
-avx32:
-	VMOVUPS     0(SI), Y4
-	VMOVUPS     32(SI), Y5
-	VMOVUPS     64(SI), Y6
-	VMOVUPS     96(SI), Y7
-	VFMADD231PS 0(DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	CMPQ        CX, $32
-	JGE         avx32
-
-avx8:
-	CMPQ        CX, $8
-	JLT         avxreduce
-	VMOVUPS     0(SI), Y4
-	VFMADD231PS 0(DI), Y4, Y0
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         avx8
-
-avxreduce:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4E, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xB1, X0, X1
-	VADDPS       X1, X0, X0
-
-avx1:
-	TESTQ       CX, CX
-	JEQ         avxdone
-	VMOVSS      0(SI), X4
-	VFMADD231SS 0(DI), X4, X0
-	ADDQ        $4, SI
-	ADDQ        $4, DI
-	DECQ        CX
-	JMP         avx1
-
-avxdone:
-	VZEROUPPER
-	MOVSS X0, ret+48(FP)
+	MOVQ   out+72(FP), R13
+	MOVAPS X0, X4
+	SHUFPS $0xB1, X4, X4 // s1 s0 s3 s2
+	ADDPS  X4, X0        // s0+s1 . s2+s3 .
+	MOVAPS X0, X4
+	SHUFPS $0x4E, X4, X4 // s2+s3 . s0+s1 .
+	ADDSS  X4, X0        // (s0+s1)+(s2+s3)
+	MOVSS  X0, 0(R13)
+	MOVAPS X1, X4
+	SHUFPS $0xB1, X4, X4
+	ADDPS  X4, X1
+	MOVAPS X1, X4
+	SHUFPS $0x4E, X4, X4
+	ADDSS  X4, X1
+	MOVSS  X1, 4(R13)
+	MOVAPS X2, X4
+	SHUFPS $0xB1, X4, X4
+	ADDPS  X4, X2
+	MOVAPS X2, X4
+	SHUFPS $0x4E, X4, X4
+	ADDSS  X4, X2
+	MOVSS  X2, 8(R13)
+	MOVAPS X3, X4
+	SHUFPS $0xB1, X4, X4
+	ADDPS  X4, X3
+	MOVAPS X3, X4
+	SHUFPS $0x4E, X4, X4
+	ADDSS  X4, X3
+	MOVSS  X3, 12(R13)
 	RET

@@ -2,10 +2,9 @@
 
 package audio
 
-// dot is Σ c[i]·x[i] over len(c); x must hold at least len(c) samples.
-func dot(c, x []float32) float32 { return dotGo(c, x) }
-
-// dotVariants are the implementations this CPU can run, for the tests.
-func dotVariants() map[string]func(c, x []float32) float32 {
-	return map[string]func(c, x []float32) float32{"go": dotGo}
+// dot4 sets out[k] = dotGo(c[k], x[k]) for four pairs (assembly on amd64, dot_amd64.s).
+func dot4(c, x *[4][]float32, out *[4]float32) {
+	for k := range c {
+		out[k] = dotGo(c[k], x[k])
+	}
 }

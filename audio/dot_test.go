@@ -8,53 +8,67 @@ import (
 	"testing"
 )
 
-// dot and each implementation of it (Go, and SSE and AVX2 where this CPU runs them) against
-// float64 arithmetic, at every length up to past the 24→16 kHz kernel's 152 taps (so every
-// tail of the wide loops), over x longer than c.
-func TestDotMatchesGo(t *testing.T) {
+// dot4 gives dotGo's sums bit for bit, four different pairs at once, at every length up to
+// past the 24→16 kHz kernel's 152 taps (so every tail), over x longer than c; and dotGo is the
+// product it claims to be (to float32 rounding of the float64 sum).
+func TestDot4MatchesGo(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for n := 0; n <= 200; n++ {
-		c, x := make([]float32, n), make([]float32, n+7)
-		for i := range c {
-			c[i] = float32(rng.NormFloat64() * 0.1)
-		}
-		for i := range x {
-			x[i] = float32(rng.Float64()*2 - 1)
-		}
-		var exact, mag float64
-		for i := range c {
-			exact += float64(c[i]) * float64(x[i])
-			mag += math.Abs(float64(c[i]) * float64(x[i]))
-		}
-		tol := 1e-6*mag + 1e-12
-		for name, f := range dotVariants() {
-			if got := f(c, x[:n]); math.Abs(float64(got)-exact) > tol {
-				t.Fatalf("n=%d: %s %v, exact %v (tolerance %g)", n, name, got, exact, tol)
+		var c, x [4][]float32
+		for k := range c {
+			c[k], x[k] = make([]float32, n), make([]float32, n+7)
+			for i := range c[k] {
+				c[k][i] = float32(rng.NormFloat64() * 0.1)
+			}
+			for i := range x[k] {
+				x[k][i] = float32(rng.Float64()*2 - 1)
 			}
 		}
-		if got := dot(c, x); math.Abs(float64(got)-exact) > tol {
-			t.Fatalf("n=%d: dot %v, exact %v (tolerance %g)", n, got, exact, tol)
+		var sums [4]float32
+		dot4(&c, &x, &sums)
+		for k := range c {
+			if want := dotGo(c[k], x[k]); math.Float32bits(sums[k]) != math.Float32bits(want) {
+				t.Fatalf("n=%d pair %d: dot4 %v, dotGo %v", n, k, sums[k], want)
+			}
+			var exact, mag float64
+			for i := range c[k] {
+				exact += float64(c[k][i]) * float64(x[k][i])
+				mag += math.Abs(float64(c[k][i]) * float64(x[k][i]))
+			}
+			if got := dotGo(c[k], x[k]); math.Abs(float64(got)-exact) > 1e-6*mag+1e-12 {
+				t.Fatalf("n=%d: dotGo %v, exact %v", n, got, exact)
+			}
 		}
 	}
 }
 
 // referenceResample is the resampler's definition computed plainly: output n = Σ over the
-// phase p = n·M mod L of its taps times the inputs around q = ⌊n·M/L⌋, silence outside, in
-// float64. Exact-phase kernels only.
-func referenceResample(in []float32, from, to int) []float32 {
+// phase p = n·M mod L of its taps times the inputs around q = ⌊n·M/L⌋, silence outside; in
+// float64, or (goSums) in float32 as dotGo sums, the arithmetic the resampler has always had.
+// Exact-phase kernels only.
+func referenceResample(in []float32, from, to int, goSums bool) []float32 {
 	k := newKernel(from, to)
 	l, m := int64(k.l), int64(k.m)
 	n := (int64(len(in))*l + m - 1) / m
 	out := make([]float32, n)
+	window := make([]float32, 2*k.half)
 	for i := range out {
 		pos := int64(i) * m
 		q, p := pos/l, pos%l
+		for j := range window {
+			window[j] = 0
+			if at := q - int64(k.half) + 1 + int64(j); at >= 0 && at < int64(len(in)) {
+				window[j] = in[at]
+			}
+		}
+		if goSums {
+			out[i] = dotGo(k.phases[p], window)
+			continue
+		}
 		var s float64
 		for j, c := range k.phases[p] {
-			if at := q - int64(k.half) + 1 + int64(j); at >= 0 && at < int64(len(in)) {
-				s += float64(c) * float64(in[at])
-			}
+			s += float64(c) * float64(window[j])
 		}
 		out[i] = float32(s)
 	}
@@ -62,8 +76,9 @@ func referenceResample(in []float32, from, to int) []float32 {
 }
 
 // Real speech (jfk.wav, made 24 and 48 kHz), streamed in 20 ms appends as a session does and
-// flushed, matches the reference to within float32 rounding: 2e-6 of full scale, a hundredth of
-// one 16-bit step. A wrong phase, tap offset or lost tail is off by far more.
+// flushed, is bit for bit what the resampler gave before dot4 (each output dotGo's sum over its
+// phase and window), and within float32 rounding of the float64 sum (2e-6 of full scale, a
+// hundredth of one 16-bit step). A wrong phase, tap offset or lost tail is off by far more.
 func TestResampleSpeechMatchesReference(t *testing.T) {
 	t.Parallel()
 	f, err := os.Open(sharedData(t, "whisper", "jfk.wav"))
@@ -80,9 +95,10 @@ func TestResampleSpeechMatchesReference(t *testing.T) {
 		t.Run(fmt.Sprintf("%d→%d", from, to), func(t *testing.T) {
 			in := speech16
 			if from != 16000 {
-				in = referenceResample(speech16, 16000, from)
+				in = referenceResample(speech16, 16000, from, false)
 			}
-			want := referenceResample(in, from, to)
+			want := referenceResample(in, from, to, false)
+			same := referenceResample(in, from, to, true)
 			r, err := NewResampler(from, to)
 			if err != nil {
 				t.Fatal(err)
@@ -94,6 +110,11 @@ func TestResampleSpeechMatchesReference(t *testing.T) {
 			got = append(got, r.Flush()...)
 			if len(got) != len(want) {
 				t.Fatalf("%d samples, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(same[i]) {
+					t.Fatalf("sample %d = %v, the Go sums give %v", i, got[i], same[i])
+				}
 			}
 			worst, at := 0.0, 0
 			for i := range got {
@@ -109,18 +130,25 @@ func TestResampleSpeechMatchesReference(t *testing.T) {
 	}
 }
 
-// BenchmarkDot: one output of the 24→16 kHz kernel (152 taps), each implementation.
+// BenchmarkDot: the 24→16 kHz kernel's outputs (152 taps), four at a time: dotGo four times
+// against dot4.
 func BenchmarkDot(b *testing.B) {
 	k := newKernel(24000, 16000)
-	c := k.phases[1]
-	x := sine(24000, len(c), 440, 0.5, 0)
-	for name, f := range dotVariants() {
-		b.Run(name, func(b *testing.B) {
-			var s float32
-			for b.Loop() {
-				s += f(c, x)
-			}
-			_ = s
-		})
+	var c, x [4][]float32
+	for i := range c {
+		c[i], x[i] = k.phases[i%2], sine(24000, len(k.phases[0])+i, 440, 0.5, 0)[i:]
 	}
+	var sums [4]float32
+	b.Run("go", func(b *testing.B) {
+		for b.Loop() {
+			for i := range c {
+				sums[i] = dotGo(c[i], x[i])
+			}
+		}
+	})
+	b.Run("dot4", func(b *testing.B) {
+		for b.Loop() {
+			dot4(&c, &x, &sums)
+		}
+	})
 }

@@ -265,8 +265,12 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 		}
 	}
 	// Output n is at q + p/L with q, p = n·M divmod L: stepped by M/L, M mod L per output.
+	// With exact phases, outputs go four at a time through dot4 (the same sums as dotGo).
 	q, p := r.next*m/l, r.next*m%l
 	stepQ, stepP := m/l, m%l
+	var cs, xs [4][]float32
+	var sums [4]float32
+	grouped := 0
 	for q <= lastQ {
 		var c []float32
 		if k.phases != nil {
@@ -275,12 +279,25 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 			c = k.phase(int(p), r.scratch)
 		}
 		start := q - int64(k.half) + 1 - r.base
-		out = append(out, dot(c, r.buf[start:start+int64(taps)]))
+		x := r.buf[start : start+int64(taps)]
 		r.next++
 		q, p = q+stepQ, p+stepP
 		if p >= l {
 			q, p = q+1, p-l
 		}
+		if k.phases == nil { // c is the scratch, refilled for the next output
+			out = append(out, dotGo(c, x))
+			continue
+		}
+		cs[grouped], xs[grouped] = c, x
+		if grouped++; grouped == 4 {
+			dot4(&cs, &xs, &sums)
+			out = append(out, sums[:]...)
+			grouped = 0
+		}
+	}
+	for i := range grouped {
+		out = append(out, dotGo(cs[i], xs[i]))
 	}
 	// Drop input no later output can reach.
 	keep := r.next*m/l - int64(k.half) + 1 - r.base
@@ -292,8 +309,8 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 	return out
 }
 
-// dotGo is dot in plain Go: four scalar accumulators. amd64 uses dotSSE (dot_amd64.s), which
-// sums in a different order (within float32 rounding of it; TestDotMatchesGo).
+// dotGo is Σ c[i]·x[i] over len(c) (x holds at least len(c)): four scalar accumulators. Its
+// order of additions is the resampler's arithmetic; dot4 keeps it.
 func dotGo(c, x []float32) float32 {
 	x = x[:len(c)]
 	var s0, s1, s2, s3 float32
