@@ -1,7 +1,9 @@
 package audio
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Encoding is a sample encoding a realtime client sends or hears: the one place the codecs of the
@@ -39,13 +41,38 @@ func (e Encoding) BytesPerSample() int {
 
 // Decode reads encoded bytes as float samples (int16/32768). Odd-length PCM16 wraps ErrOddLength.
 func (e Encoding) Decode(b []byte) ([]float32, error) {
+	out, err := e.AppendDecode(make([]float32, 0, len(b)/e.BytesPerSample()), b)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendDecode is Decode appending the samples to dst (reused, where it has room): a stream's
+// decoder keeps one buffer instead of allocating per chunk. On error dst is returned unchanged.
+func (e Encoding) AppendDecode(dst []float32, b []byte) ([]float32, error) {
 	switch e {
-	case Mulaw:
-		return Int16ToFloat32(MulawToInt16(b)), nil
-	case Alaw:
-		return Int16ToFloat32(AlawToInt16(b)), nil
+	case Mulaw, Alaw:
+		table := &mulawTable
+		if e == Alaw {
+			table = &alawTable
+		}
+		dst = slices.Grow(dst, len(b))
+		for _, c := range b {
+			dst = append(dst, float32(table[c])/32768)
+		}
+		return dst, nil
 	default:
-		return PCM16ToFloat32(b)
+		if len(b)%2 != 0 {
+			return dst, fmt.Errorf("audio: %d bytes: %w", len(b), ErrOddLength)
+		}
+		n := len(dst)
+		dst = slices.Grow(dst, len(b)/2)[:n+len(b)/2]
+		out := dst[n:]
+		for i := range out {
+			out[i] = float32(int16(binary.LittleEndian.Uint16(b[2*i:]))) / 32768
+		}
+		return dst, nil
 	}
 }
 

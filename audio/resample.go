@@ -3,6 +3,7 @@ package audio
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -225,16 +226,19 @@ func (r *Resampler) Delay() int {
 }
 
 // Process consumes a chunk and returns the output samples it completes.
-func (r *Resampler) Process(chunk []float32) []float32 {
+func (r *Resampler) Process(chunk []float32) []float32 { return r.ProcessTo(nil, chunk) }
+
+// ProcessTo is Process appending its output to dst (grown as append grows it): a caller that
+// keeps the stream in one buffer resamples into it with no allocation or copy of its own.
+func (r *Resampler) ProcessTo(dst, chunk []float32) []float32 {
+	r.received += int64(len(chunk))
 	if r.k == nil {
-		r.received += int64(len(chunk))
-		return append([]float32(nil), chunk...)
+		return append(dst, chunk...)
 	}
 	r.buf = append(r.buf, chunk...)
-	r.received += int64(len(chunk))
 	// Output n needs inputs up to q+H where q = floor(n·M/L).
 	last := r.received - 1 - int64(r.k.half) // the largest q whose taps are all here
-	return r.emit(nil, last)
+	return r.emit(dst, last)
 }
 
 // Flush ends the stream: it returns the outputs that were waiting on future input (taken as
@@ -256,25 +260,44 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 	k := r.k
 	l, m, taps := int64(k.l), int64(k.m), 2*k.half
 	if lastQ >= 0 {
-		if n := (lastQ+1)*l/m + 2 - r.next; n > 0 && out == nil {
-			out = make([]float32, 0, n)
+		if n := (lastQ+1)*l/m + 2 - r.next; n > 0 {
+			out = slices.Grow(out, int(n))
 		}
 	}
-	for {
-		pos := r.next * m
-		q, p := pos/l, int(pos%l)
-		if q > lastQ {
-			break
-		}
+	// Output n is at q + p/L with q, p = n·M divmod L: stepped by M/L, M mod L per output.
+	// With exact phases, outputs go four at a time through dot4 (the same sums as dotGo).
+	q, p := r.next*m/l, r.next*m%l
+	stepQ, stepP := m/l, m%l
+	var cs, xs [4][]float32
+	var sums [4]float32
+	grouped := 0
+	for q <= lastQ {
 		var c []float32
 		if k.phases != nil {
 			c = k.phases[p]
 		} else {
-			c = k.phase(p, r.scratch)
+			c = k.phase(int(p), r.scratch)
 		}
 		start := q - int64(k.half) + 1 - r.base
-		out = append(out, dot(c, r.buf[start:start+int64(taps)]))
+		x := r.buf[start : start+int64(taps)]
 		r.next++
+		q, p = q+stepQ, p+stepP
+		if p >= l {
+			q, p = q+1, p-l
+		}
+		if k.phases == nil { // c is the scratch, refilled for the next output
+			out = append(out, dotGo(c, x))
+			continue
+		}
+		cs[grouped], xs[grouped] = c, x
+		if grouped++; grouped == 4 {
+			dot4(&cs, &xs, &sums)
+			out = append(out, sums[:]...)
+			grouped = 0
+		}
+	}
+	for i := range grouped {
+		out = append(out, dotGo(cs[i], xs[i]))
 	}
 	// Drop input no later output can reach.
 	keep := r.next*m/l - int64(k.half) + 1 - r.base
@@ -286,7 +309,9 @@ func (r *Resampler) emit(out []float32, lastQ int64) []float32 {
 	return out
 }
 
-func dot(c, x []float32) float32 {
+// dotGo is Σ c[i]·x[i] over len(c) (x holds at least len(c)): four scalar accumulators. Its
+// order of additions is the resampler's arithmetic; dot4 keeps it.
+func dotGo(c, x []float32) float32 {
 	x = x[:len(c)]
 	var s0, s1, s2, s3 float32
 	i := 0

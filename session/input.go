@@ -233,8 +233,9 @@ type inputBuffer struct {
 	resampler *audio.Resampler
 	raw       []byte
 	pcm       []float32
-	start     int64 // timeline sample of pcm[0]
-	timeline  int64 // 16 kHz samples heard in this session (audio_start_ms / audio_end_ms clock)
+	decoded   []float32 // append's samples at the format's rate, reused
+	start     int64     // timeline sample of pcm[0]
+	timeline  int64     // 16 kHz samples heard in this session (audio_start_ms / audio_end_ms clock)
 	// speechStart is the timeline sample speech_started named (prefix padding included).
 	speechStart int64
 	// refusedFull: track audio past maxInputAudio was refused once (input_audio_buffer_full);
@@ -267,20 +268,52 @@ func decodeInput(f wire.AudioFormat, data []byte) ([]float32, error) {
 	return codecOf(f).Decode(data)
 }
 
-// append adds one append's audio and returns it at 16 kHz.
+// append adds one append's audio and returns it at 16 kHz: the new tail of b.pcm (its capacity
+// capped there), which the resampler wrote in place; the samples at the format's rate pass
+// through one reused buffer (decoded).
 func (b *inputBuffer) append(data []byte) ([]float32, error) {
-	samples, err := decodeInput(b.format, data)
+	decoded, err := codecOf(b.format).AppendDecode(b.decoded[:0], data)
 	if err != nil {
 		return nil, err
 	}
+	b.decoded = decoded
+	if cap(b.decoded) > maxKeptDecoded {
+		b.decoded = nil // one long append's buffer is not kept for the 20 ms ones
+	}
+	b.raw = grown(b.raw, len(data), (maxInputAudio+hearStep)*b.rate/1000*b.format.BytesPerSample())
 	b.raw = append(b.raw, data...)
-	pcm := b.resampler.Process(samples)
 	if len(b.pcm) == 0 {
 		b.start = b.timeline
 	}
-	b.pcm = append(b.pcm, pcm...)
+	n := len(b.pcm)
+	b.pcm = b.resampler.ProcessTo(grown(b.pcm, len(decoded)*hearRate/b.rate+resampleSlack, (maxInputAudio+hearStep)*hearRate/1000), decoded)
+	pcm := b.pcm[n:len(b.pcm):len(b.pcm)]
 	b.timeline += int64(len(pcm))
 	return pcm, nil
+}
+
+const (
+	// maxKeptDecoded: the decode buffer kept between appends, in samples (100 ms at 48 kHz).
+	maxKeptDecoded = 4800
+	// resampleSlack: the resampler may emit a few samples more than a chunk's exact share.
+	resampleSlack = 8
+)
+
+// grown returns s with room for n more elements. Where it lacks it, s is grown to twice its
+// capacity (append grows a large slice by a quarter), so a buffer that grows 20 ms at a time is
+// copied about once per sample instead of about four times; but not past most, the most the
+// buffer holds (maxInputAudio and one more step), while that is room enough.
+func grown[T any](s []T, n, most int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	c := max(len(s)+n, 2*cap(s))
+	if len(s)+n <= most {
+		c = min(c, most)
+	}
+	out := make([]T, len(s), c)
+	copy(out, s)
+	return out
 }
 
 // appendSamples adds track audio, already at 16 kHz: the recogniser hears the track's own
