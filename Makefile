@@ -61,7 +61,7 @@ test: build test-deps node-deps
 	$(GO) vet ./...
 	@mkdir -p var
 	@eval "$$(scripts/test-services.sh 2>/dev/null || true)"; \
-	{ $(GO) test -json -race -count=1 -timeout 20m ./...; echo $$? > var/test-rc; \
+	{ $(GO) test -json -race -count=1 -timeout 40m ./...; echo $$? > var/test-rc; \
 	  (cd deploy && $(GO) test -json -count=1 ./...) || echo 1 > var/test-rc; } | $(GO) run ./internal/testsum -rc var/test-rc
 
 test-deps:
