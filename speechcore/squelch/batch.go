@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -29,7 +30,8 @@ type batcher struct {
 	runners int // leaders at once: another leads only when a full batch waits
 	free    map[int][]*rows
 	closed  bool
-	idle    *sync.Cond // broadcast when the last leader hands on to nobody
+	streams atomic.Int64 // Streams open on the model
+	idle    *sync.Cond   // broadcast when the last leader hands on to nobody
 
 	runs, windows int64 // Runs made and windows they ran (BatchStats)
 	largest       int   // the most windows one Run took
@@ -77,7 +79,16 @@ func (b *batcher) run(s *Stream) (float32, error) {
 	b.queue = append(b.queue, s)
 	var batch []*Stream
 	switch {
-	case b.running == 0: // the queue was empty: s runs alone, at once
+	case b.running == 0: // the queue was empty: s leads
+		if b.streams.Load() > 1 && b.max > 1 {
+			// Other streams are open: yield the processor once (no timer) so those whose
+			// goroutines are ready to run can queue their windows for this Run.
+			b.running++
+			b.mu.Unlock()
+			runtime.Gosched()
+			b.mu.Lock()
+			b.running--
+		}
 		batch = b.take()
 		b.mu.Unlock()
 	case len(b.queue) >= b.max && b.running < b.runners: // a full batch waits: s leads it too

@@ -188,6 +188,7 @@ func (m *Model) NewStream() (*Stream, error) {
 			return nil, fmt.Errorf("new vad stream: %w", err)
 		}
 	}
+	m.batch.streams.Add(1)
 	return s, nil
 }
 
@@ -254,6 +255,9 @@ func (s *Stream) Reset() {
 
 // Close releases the stream's tensors.
 func (s *Stream) Close() error {
+	if s.input != nil && s.output != nil && (s.sr != nil || !s.model.hasSR) {
+		s.model.batch.streams.Add(-1)
+	}
 	for _, t := range []*ort.Tensor[float32]{s.input, s.state, s.stateN, s.output} {
 		if t != nil {
 			t.Destroy()
