@@ -15,10 +15,12 @@ const DefaultMaxBatch = 64
 // batcher runs the windows of every Stream on one Model together: a Stream's window is queued,
 // and whoever leads takes every queued window (up to max), packs their inputs and states into
 // rows, makes one Run and unpacks each row's probability and state. Nothing waits on a timer: a
-// window that finds no Run in progress leads at once, so one stream alone runs exactly as it did
-// unbatched (its own tensors, the graph fixed at batch 1). A window that arrives while a Run is in
-// progress waits for it to end and then rides the next one, whose leader is the first window
-// queued. Silero on the CPU costs ~120 µs of a core per window alone and ~40–50 µs per row at 16
+// window that finds no Run in progress leads; when it is the only stream open on the model it runs
+// at once, exactly as it did unbatched (its own tensors, the graph fixed at batch 1); with other
+// streams open it first yields the processor once, so that goroutines ready to run can queue their
+// windows. A window that arrives while a Run is in progress waits for it to end and then rides the
+// next one, whose leader is the first window queued. Probabilities are bit-identical to a stream
+// alone (TestBatchedSameProbabilities). Silero on the CPU costs ~120 µs of a core per window alone and ~40–50 µs per row at 16
 // or 64 rows (BenchmarkRunRows). No goroutine is started: the streams' own goroutines lead.
 type batcher struct {
 	model *Model
@@ -79,17 +81,22 @@ func (b *batcher) run(s *Stream) (float32, error) {
 	b.queue = append(b.queue, s)
 	var batch []*Stream
 	switch {
-	case b.running == 0: // the queue was empty: s leads
+	case b.running == 0: // the queue was empty (but for s): s leads
 		if b.streams.Load() > 1 && b.max > 1 {
 			// Other streams are open: yield the processor once (no timer) so those whose
-			// goroutines are ready to run can queue their windows for this Run.
+			// goroutines are ready to run can queue their windows for this Run. s leaves the
+			// queue first, so no other leader can take its window meanwhile.
+			clear(b.queue)
+			b.queue = b.queue[:0]
 			b.running++
 			b.mu.Unlock()
 			runtime.Gosched()
 			b.mu.Lock()
-			b.running--
+			batch = b.takeFront(append(make([]*Stream, 0, b.max), s), b.max-1)
+		} else {
+			b.running++
+			batch = b.takeFront(nil, b.max)
 		}
-		batch = b.take()
 		b.mu.Unlock()
 	case len(b.queue) >= b.max && b.running < b.runners: // a full batch waits: s leads it too
 		n := min(len(b.queue), b.max)
@@ -115,7 +122,8 @@ func (b *batcher) run(s *Stream) (float32, error) {
 	var next *Stream
 	if len(b.queue) > 0 {
 		next = b.queue[0]
-		next.batch = b.take()
+		b.running++
+		next.batch = b.takeFront(nil, b.max)
 	} else if b.running == 0 {
 		b.idle.Broadcast()
 	}
@@ -131,15 +139,13 @@ func (b *batcher) run(s *Stream) (float32, error) {
 	return s.prob, s.err
 }
 
-// take removes up to max windows from the front of the queue for a new leader; b.mu is held.
-func (b *batcher) take() []*Stream {
-	n := min(len(b.queue), b.max)
-	batch := make([]*Stream, n)
-	copy(batch, b.queue)
+// takeFront appends up to n windows from the front of the queue to batch; b.mu is held.
+func (b *batcher) takeFront(batch []*Stream, n int) []*Stream {
+	n = min(len(b.queue), n)
+	batch = append(batch, b.queue[:n]...)
 	rest := copy(b.queue, b.queue[n:])
 	clear(b.queue[rest:])
 	b.queue = b.queue[:rest]
-	b.running++
 	return batch
 }
 

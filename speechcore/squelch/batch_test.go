@@ -58,8 +58,11 @@ func TestBatchedSameProbabilities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{16, 64} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, tc := range []struct{ n, cap int }{{16, DefaultMaxBatch}, {64, DefaultMaxBatch}, {16, 3}} {
+		n := tc.n
+		t.Run(fmt.Sprintf("%d streams, batches of %d", n, tc.cap), func(t *testing.T) {
+			// A small cap makes full batches, led by a second leader while the first runs.
+			m.SetMaxBatch(tc.cap)
 			srcs := batchSources(t, n)
 			runsBefore, windowsBefore := m.BatchStats()
 			alone := make([][]float32, n)
