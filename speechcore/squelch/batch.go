@@ -54,11 +54,15 @@ func newBatcher(m *Model) *batcher {
 	return b
 }
 
-// SetMaxBatch caps the windows one Run takes; 1 turns batching off (every window runs alone).
+// SetMaxBatch caps the windows one Run takes; 1 turns batching off (every window runs alone). A
+// model run as shipped (not specialised) always runs windows alone.
 func (m *Model) SetMaxBatch(n int) {
 	b := m.batch
 	b.mu.Lock()
 	b.max = max(1, n)
+	if m.batched == nil {
+		b.max = 1
+	}
 	b.mu.Unlock()
 }
 
