@@ -21,6 +21,7 @@ const (
 	tensorTypeShape = 2 // TypeProto.Tensor.shape
 	shapeDim        = 1 // TensorShapeProto.dim
 	dimValue        = 1 // Dimension.dim_value
+	dimParam        = 2 // Dimension.dim_param
 	tensorDataType  = 2 // TensorProto.data_type
 	tensorInt64Data = 7 // TensorProto.int64_data
 	tensorName      = 8 // TensorProto.name
@@ -35,7 +36,11 @@ const (
 // TestSpecialisedModelAgrees checks the probabilities equal the export's as shipped. (Fixing
 // state's shape [2, 1, 128] as well crashes ONNX Runtime 1.30 in session creation, so state
 // stays as declared.) A model this cannot rewrite is run as shipped.
-func specialise(model []byte) ([]byte, error) {
+func specialise(model []byte) ([]byte, error) { return specialiseRows(model, 1) }
+
+// specialiseRows is specialise with input's first dimension (the batch) fixed at rows, or left
+// symbolic ("batch") when rows is 0: the shape a batched Run (batch.go) feeds.
+func specialiseRows(model []byte, rows int64) ([]byte, error) {
 	var out []byte
 	found := false
 	for b := model; len(b) > 0; {
@@ -49,7 +54,7 @@ func specialise(model []byte) ([]byte, error) {
 		}
 		if num == modelGraph && typ == protowire.BytesType {
 			graph, _ := protowire.ConsumeBytes(b[n:])
-			g, ok, err := specialiseGraph(graph)
+			g, ok, err := specialiseGraph(graph, rows)
 			if err != nil {
 				return nil, err
 			}
@@ -67,7 +72,7 @@ func specialise(model []byte) ([]byte, error) {
 	return out, nil
 }
 
-func specialiseGraph(graph []byte) ([]byte, bool, error) {
+func specialiseGraph(graph []byte, rows int64) ([]byte, bool, error) {
 	var out []byte
 	found := false
 	for b := graph; len(b) > 0; {
@@ -99,7 +104,7 @@ func specialiseGraph(graph []byte) ([]byte, bool, error) {
 			out = protowire.AppendTag(out, graphInitializer, protowire.BytesType)
 			out = protowire.AppendBytes(out, t)
 		case "input":
-			out = appendInput(out, "input", onnxFloat, 1, contextSamples+WindowSamples)
+			out = appendInput(out, "input", onnxFloat, rows, contextSamples+WindowSamples)
 		default:
 			out = append(out, field...)
 		}
@@ -126,13 +131,18 @@ func inputName(info []byte) string {
 	return ""
 }
 
-// appendInput appends a graph input with a fixed tensor shape.
+// appendInput appends a graph input with a fixed tensor shape; a dimension of 0 is symbolic.
 func appendInput(out []byte, name string, elem uint64, dims ...int64) []byte {
 	var shape []byte
 	for _, d := range dims {
 		var dim []byte
-		dim = protowire.AppendTag(dim, dimValue, protowire.VarintType)
-		dim = protowire.AppendVarint(dim, uint64(d))
+		if d == 0 {
+			dim = protowire.AppendTag(dim, dimParam, protowire.BytesType)
+			dim = protowire.AppendString(dim, "batch")
+		} else {
+			dim = protowire.AppendTag(dim, dimValue, protowire.VarintType)
+			dim = protowire.AppendVarint(dim, uint64(d))
+		}
 		shape = protowire.AppendTag(shape, shapeDim, protowire.BytesType)
 		shape = protowire.AppendBytes(shape, dim)
 	}

@@ -24,8 +24,10 @@ const (
 // safe for concurrent use and each Stream owns its own tensors and recurrent state.
 type Model struct {
 	path    string
-	session *ort.DynamicAdvancedSession
+	session *ort.DynamicAdvancedSession // input fixed at [1, 576] when specialised
+	batched *ort.DynamicAdvancedSession // input [batch, 576]; nil when the graph is run as shipped
 	hasSR   bool
+	batch   *batcher
 }
 
 // Load opens the Silero VAD export at path on env (runtime.Shared() when env is nil). It always
@@ -75,9 +77,12 @@ func load(env *runtime.Env, path string, specialised bool) (*Model, error) {
 		return nil, fmt.Errorf("load silero vad: %w: %v", ErrModel, err)
 	}
 	m := &Model{path: path, hasSR: declared(ins, "sr")}
+	m.batch = newBatcher(m)
+	var batchedONNX []byte
 	if m.hasSR && specialised {
-		// A model this cannot rewrite still runs as shipped.
+		// A model this cannot rewrite still runs as shipped, one window a Run.
 		if spec, err := specialise(onnx); err == nil {
+			batchedONNX, _ = specialiseRows(onnx, 0)
 			onnx, m.hasSR = spec, false
 		}
 	}
@@ -100,19 +105,40 @@ func load(env *runtime.Env, path string, specialised bool) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load silero vad: %w: open %s: %v", ErrModel, path, err)
 	}
+	if batchedONNX != nil {
+		// Batches run on the graph with a symbolic batch: at one row it costs ~10 % more than the
+		// graph fixed at 1, which a window alone keeps (BenchmarkRunRows).
+		if m.batched, err = ort.NewDynamicAdvancedSessionWithONNXData(batchedONNX, inputs, []string{"output", "stateN"}, opts); err != nil {
+			m.batched = nil
+		}
+	}
+	if m.batched == nil {
+		m.batch.max = 1
+	}
 	return m, nil
+}
+
+// runBatched runs a batch's packed rows on the batched graph.
+func (m *Model) runBatched(r *rows) error {
+	return m.batched.Run([]ort.Value{r.input, r.state}, []ort.Value{r.output, r.stateN})
 }
 
 // Path reports the model file this Model was loaded from.
 func (m *Model) Path() string { return m.path }
 
 // Close releases the session. Every Stream on it must be closed first.
+// Windows queued or running when Close is called finish first; later ones fail with ErrClosed.
 func (m *Model) Close() error {
 	if m == nil || m.session == nil {
 		return nil
 	}
+	m.batch.close()
 	err := m.session.Destroy()
 	m.session = nil
+	if m.batched != nil {
+		m.batched.Destroy()
+		m.batched = nil
+	}
 	return err
 }
 
@@ -128,11 +154,18 @@ type Stream struct {
 	output *ort.Tensor[float32] // [1, 1]
 	filled int                  // samples of the current window already in input
 	window int64                // windows run since the last Reset
+
+	// The batcher's hand-off (batch.go): wake says whether a leader ran this stream's window
+	// (false) or handed it the lead of batch (true); prob and err are the window's result.
+	wake  chan bool
+	batch []*Stream
+	prob  float32
+	err   error
 }
 
 // NewStream starts a stream at silence: zero state, zero context.
 func (m *Model) NewStream() (*Stream, error) {
-	s := &Stream{model: m}
+	s := &Stream{model: m, wake: make(chan bool, 1)}
 	var err error
 	if s.input, err = ort.NewEmptyTensor[float32](ort.NewShape(1, contextSamples+WindowSamples)); err != nil {
 		return nil, fmt.Errorf("new vad stream: %w", err)
@@ -155,6 +188,7 @@ func (m *Model) NewStream() (*Stream, error) {
 			return nil, fmt.Errorf("new vad stream: %w", err)
 		}
 	}
+	m.batch.streams.Add(1)
 	return s, nil
 }
 
@@ -181,7 +215,13 @@ func (s *Stream) Feed(pcm []float32, emit func(prob float32)) error {
 	return nil
 }
 
+// run runs the window in s.input, batched with other streams' windows when they are waiting.
 func (s *Stream) run() (float32, error) {
+	return s.model.batch.run(s)
+}
+
+// runAlone runs the window in s.input on its own, on the stream's own tensors.
+func (s *Stream) runAlone() (float32, error) {
 	if s.model.session == nil {
 		return 0, fmt.Errorf("run silero vad: %w", ErrClosed)
 	}
@@ -215,6 +255,9 @@ func (s *Stream) Reset() {
 
 // Close releases the stream's tensors.
 func (s *Stream) Close() error {
+	if s.input != nil && s.output != nil && (s.sr != nil || !s.model.hasSR) {
+		s.model.batch.streams.Add(-1)
+	}
 	for _, t := range []*ort.Tensor[float32]{s.input, s.state, s.stateN, s.output} {
 		if t != nil {
 			t.Destroy()
