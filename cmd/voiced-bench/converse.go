@@ -69,8 +69,8 @@ func runConverse(ctx context.Context, args []string) error {
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	if *turns < 1 || *turns > 1000 || *rampMax < 0 || *rampMax > 64 || *rampTurns < 1 || *rampTurns > 100 || *idle < 0 || *idle > 1000 {
-		return errors.New("-turns 1..1000, -ramp-max 0..64, -ramp-turns 1..100, -idle 0..1000")
+	if *turns < 1 || *turns > 1000 || *rampMax < 0 || *rampMax > 256 || *rampTurns < 1 || *rampTurns > 100 || *idle < 0 || *idle > 1000 {
+		return errors.New("-turns 1..1000, -ramp-max 0..256, -ramp-turns 1..100, -idle 0..1000")
 	}
 	if *mindDelay > 0 {
 		sides := strings.Split(*speculate, ",")
