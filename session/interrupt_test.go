@@ -36,13 +36,21 @@ func speakOver(t *testing.T, heard string, rule map[string]any, loudMs int) (evs
 	evs = append(evs, c.until("conversation.item.retrieved")...)
 	c.send(appendEvent(pcm24(100, true)))
 	gate <- struct{}{} // the second sentence is ready to speak while the user speaks
+	evs, got, want, _ = replyDone(c, evs)
+	return evs, got, want
+}
+
+// replyDone sends 600 ms of silence, collects the reply's events up to its response.done and
+// counts its audio: got, the samples sent; want, the samples its transcript deltas stand for (240
+// a character); first, those of the first delta alone.
+func replyDone(c *client, evs []map[string]any) (_ []map[string]any, got, want, first int) {
 	for range 6 {
 		c.send(appendEvent(pcm24(100, false)))
 	}
 	if countType(evs, "response.done") == 0 {
 		evs = append(evs, c.until("response.done")...)
 	}
-	for i, ev := range evs { // the reply's events: to its response.done
+	for i, ev := range evs {
 		if ev["type"] == "response.done" {
 			evs = evs[:i+1]
 			break
@@ -54,10 +62,14 @@ func speakOver(t *testing.T, heard string, rule map[string]any, loudMs int) (evs
 			b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
 			got += len(b) / 2
 		case "response.output_audio_transcript.delta":
-			want += 240 * len(strings.TrimSpace(ev["delta"].(string)))
+			n := 240 * len(strings.TrimSpace(ev["delta"].(string)))
+			if first == 0 {
+				first = n
+			}
+			want += n
 		}
 	}
-	return evs, got, want
+	return evs, got, want, first
 }
 
 func countType(evs []map[string]any, typ string) int {

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"encoding/base64"
-	"strings"
 	"testing"
 	"time"
 
@@ -96,29 +94,7 @@ func onsetReply(t *testing.T) (evs []map[string]any, got, first int) {
 	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": userItem})
 	evs = append(evs, c.until("conversation.item.retrieved")...) // a partial of the words was started
 	c.send(appendEvent(pcm24(100, true)))
-	for range 6 {
-		c.send(appendEvent(pcm24(100, false)))
-	}
-	if countType(evs, "response.done") == 0 {
-		evs = append(evs, c.until("response.done")...)
-	}
-	for i, ev := range evs {
-		if ev["type"] == "response.done" {
-			evs = evs[:i+1]
-			break
-		}
-	}
-	for _, ev := range evs {
-		switch ev["type"] {
-		case "response.output_audio.delta":
-			b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
-			got += len(b) / 2
-		case "response.output_audio_transcript.delta":
-			if first == 0 {
-				first = 240 * len(strings.TrimSpace(ev["delta"].(string)))
-			}
-		}
-	}
+	evs, got, _, first = replyDone(c, evs)
 	return evs, got, first
 }
 
@@ -156,22 +132,7 @@ func TestLostOnsetResumes(t *testing.T) {
 	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": userItem})
 	evs = append(evs, c.until("conversation.item.retrieved")...) // the onset was heard: the reply is paused
 	gate <- struct{}{}
-	for range 6 {
-		c.send(appendEvent(pcm24(100, false)))
-	}
-	if countType(evs, "response.done") == 0 {
-		evs = append(evs, c.until("response.done")...)
-	}
-	got, want := 0, 0
-	for _, ev := range evs {
-		switch ev["type"] {
-		case "response.output_audio.delta":
-			b, _ := base64.StdEncoding.DecodeString(ev["delta"].(string))
-			got += len(b) / 2
-		case "response.output_audio_transcript.delta":
-			want += 240 * len(strings.TrimSpace(ev["delta"].(string)))
-		}
-	}
+	evs, got, want, _ := replyDone(c, evs)
 	if n := countType(evs, "input_audio_buffer.speech_started"); n != 0 || doneStatus(evs) != "completed" || got != want {
 		t.Errorf("a lost onset: %d speech_started, response.done %s, %d of %d samples; want none, completed, all", n, doneStatus(evs), got, want)
 	}
