@@ -61,22 +61,7 @@ func TestRoomsStopWebRTC(t *testing.T) {
 	if os.Getenv("VOICED_ROOMS_FULL") != "" {
 		rounds = 3
 	}
-	c := newRTCClient(t)
-	c.call(t, s, s.mintGA(t, s.jwt("rtc-stop", "acme")))
-	c.until(t, "session.created", 10*time.Second)
-	td := roomVAD()
-	td["create_response"] = false
-	upd, _ := json.Marshal(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
-		"audio":  map[string]any{"input": map[string]any{"turn_detection": td}},
-		"voiced": map[string]any{"interruption": map[string]any{"min_duration_ms": 400}}}})
-	c.dc.SendText(string(upd))
-	c.until(t, "session.updated", 10*time.Second)
-	var long strings.Builder
-	for i := 1; i <= 4; i++ {
-		fmt.Fprintf(&long, "This is sentence number %d of a long answer. ", i)
-	}
-	item, _ := json.Marshal(map[string]any{"type": "conversation.item.create", "item": map[string]any{
-		"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": long.String()}}}})
+	c, item := roomCallRTC(t, s, "rtc-stop", 400, 4)
 	var stops []time.Duration
 	for range rounds {
 		for _, v := range voices {
@@ -136,22 +121,7 @@ func TestRoomsNoiseResumesWebRTC(t *testing.T) {
 	needFlag(t, "jwt-secret-file", "webrtc")
 	s := startRealtime(t, serverOpts{Args: []string{"--log-level", "debug"}})
 	corpus := noiseCorpus(t, s)
-	c := newRTCClient(t)
-	c.call(t, s, s.mintGA(t, s.jwt("rtc-noise", "acme")))
-	c.until(t, "session.created", 10*time.Second)
-	td := roomVAD()
-	td["create_response"] = false
-	upd, _ := json.Marshal(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
-		"audio":  map[string]any{"input": map[string]any{"turn_detection": td}},
-		"voiced": map[string]any{"interruption": map[string]any{"min_duration_ms": 4000}}}})
-	c.dc.SendText(string(upd))
-	c.until(t, "session.updated", 10*time.Second)
-	var long strings.Builder
-	for i := 1; i <= 3; i++ {
-		fmt.Fprintf(&long, "This is sentence number %d of a long answer. ", i)
-	}
-	item, _ := json.Marshal(map[string]any{"type": "conversation.item.create", "item": map[string]any{
-		"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": long.String()}}}})
+	c, item := roomCallRTC(t, s, "rtc-noise", 4000, 3)
 	// reply plays one reply with sound (nil: none) spoken into it; it returns the reply's events
 	// and its packets: energetic ones, all, and whether a sequence number came twice.
 	reply := func(sound []int16) (evs []map[string]any, energ, all int, dup bool) {
@@ -216,4 +186,28 @@ func TestRoomsNoiseResumesWebRTC(t *testing.T) {
 	}
 	t.Logf("%d of %d sounds were heard as speech, paused the reply and resumed it", heard, len(corpus))
 	s.stop()
+}
+
+// roomCallRTC opens a pion call for the rooms corpus: server_vad as roomVAD without responses of
+// its own, voiced.interruption {min_duration_ms: minMs}; item is the conversation.item.create of
+// a user message whose answer (the echo mind) is sentences long.
+func roomCallRTC(t *testing.T, s *server, name string, minMs, sentences int) (c *rtcClient, item []byte) {
+	t.Helper()
+	c = newRTCClient(t)
+	c.call(t, s, s.mintGA(t, s.jwt(name, "acme")))
+	c.until(t, "session.created", 10*time.Second)
+	td := roomVAD()
+	td["create_response"] = false
+	upd, _ := json.Marshal(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio":  map[string]any{"input": map[string]any{"turn_detection": td}},
+		"voiced": map[string]any{"interruption": map[string]any{"min_duration_ms": minMs}}}})
+	c.dc.SendText(string(upd))
+	c.until(t, "session.updated", 10*time.Second)
+	var long strings.Builder
+	for i := 1; i <= sentences; i++ {
+		fmt.Fprintf(&long, "This is sentence number %d of a long answer. ", i)
+	}
+	item, _ = json.Marshal(map[string]any{"type": "conversation.item.create", "item": map[string]any{
+		"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": long.String()}}}})
+	return c, item
 }
