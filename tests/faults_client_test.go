@@ -154,11 +154,14 @@ func (s *server) waitSlotFree(t testing.TB, bound time.Duration) time.Duration {
 }
 
 // admitted: with --max-conversations 1 a new conversation is admitted only once the slot is free.
+// It waits for its own slot to come back, so whatever the caller dials next is not refused for a
+// slot this check still holds (the server releases it after the close reaches it).
 func (s *server) admitted(t testing.TB, sub string) {
 	t.Helper()
 	c := s.dialRealtime(t, s.jwt(sub, ""), true)
 	c.until("session.created", nil)
 	c.close()
+	s.waitSlotFree(t, 15*time.Second)
 }
 
 // speechB64 is real speech (the squelch bills only speech as heard), as 100 ms appends.
