@@ -255,7 +255,7 @@ func (c *conversation) speechEnded(at, speechEnd int64) bool {
 	if speechEnd > 0 {
 		end = speechEnd
 	}
-	if c.interrupts(end-p.onset, c.in.partials.Partial()) {
+	if c.interrupts(end-p.onset, c.lastWords(end-p.onset, end)) {
 		c.interruptNow()
 		return false
 	}
@@ -267,6 +267,43 @@ func (c *conversation) speechEnded(at, speechEnd int64) bool {
 	c.pause.release()
 	c.resumePlayer()
 	return true
+}
+
+// lastWordsWait bounds the decode of the last words (lastWords): the reply stays paused while
+// it runs; past it the partial in hand judges.
+const lastWordsWait = time.Second
+
+// lastWords is the transcript that judges speech held for n samples when it ended at timeline
+// sample end: the partial in hand, unless it was decoded from audio that stopped before the
+// speech did and the verdict hangs on words (min_words, the duration passed, the partial alone
+// not enough). Then the held speech itself (its last 30 s) is decoded now as a final (ahead of
+// the partials in a shared decoder's queue), bounded by lastWordsWait: a partial half a second
+// behind ("stop" of "stop, wait") or still queued behind other conversations' finals would
+// otherwise judge words it never heard. On an error or past the wait, the partial judges.
+func (c *conversation) lastWords(n, end int64) string {
+	text, heardTo := c.in.partials.inHand()
+	rule := c.in.sess.Interruption
+	if rule.MinWords == 0 || n < int64(rule.MinDurationMs)*hearRate/1000 || heardTo >= end || c.engines.Ears == nil {
+		return text
+	}
+	if words := wordsOf(text); len(words) >= rule.MinWords && !backchannel(words, c.language()) {
+		return text // it interrupts already: more words cannot take that back
+	}
+	in := &c.in.input
+	from := max(in.speechStart, in.start, end-earsWindow)
+	if end <= from || end-in.start > int64(len(in.pcm)) {
+		return text
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, lastWordsWait)
+	defer cancel()
+	asked := time.Now()
+	heard, err := hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.partial()}, in.pcm[from-in.start:end-in.start])
+	if err != nil {
+		c.log.Debug("the last words of speech during a reply were not heard in time: its partial judges", "err", err, "partial", text)
+		return text
+	}
+	c.log.Debug("speech during a reply judged by its last words", "partial", text, "heard", heard, "ms", time.Since(asked).Milliseconds())
+	return heard
 }
 
 // dropPending forgets speech held when the turn is ended another way (a manual commit, a

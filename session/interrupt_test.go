@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -13,9 +14,14 @@ import (
 // first audio delta to response.done, and the 24 kHz samples the reply's deltas carried with the
 // samples its transcript says it spoke (fakeVoice: 240 a character).
 func speakOver(t *testing.T, heard string, rule map[string]any, loudMs int) (evs []map[string]any, got, want int) {
+	return speakOverTo(t, fakeEars{heard}, rule, loudMs)
+}
+
+// speakOverTo is speakOver with the given ears.
+func speakOverTo(t *testing.T, ears Ears, rule map[string]any, loudMs int) (evs []map[string]any, got, want int) {
 	testkit.CheckLeaks(t)
 	gate := make(chan struct{}, 2)
-	ts := newTestServer(t, Config{Engines: Engines{Ears: fakeEars{heard}, Voice: fakeVoice{gate: gate}, NewTurnDetector: newEnergyDetector}})
+	ts := newTestServer(t, Config{Engines: Engines{Ears: ears, Voice: fakeVoice{gate: gate}, NewTurnDetector: newEnergyDetector}})
 	c := ts.open(t)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
 		"voiced": map[string]any{"interruption": rule}}})
@@ -122,6 +128,39 @@ func TestMeantInterruptionCancels(t *testing.T) {
 	if countType(evs, "input_audio_buffer.speech_started") != 1 || doneStatus(evs) != "cancelled" || got != first {
 		t.Errorf("\"Stop, wait.\": %d speech_started, response.done %s, %d samples sent; want 1, cancelled, the first sentence's %d",
 			countType(evs, "input_audio_buffer.speech_started"), doneStatus(evs), got, first)
+	}
+}
+
+// lateEars hear finals at once and never finish a partial (a decoder busy with other
+// conversations' finals): the partial in hand when speech ends is none.
+type lateEars struct{ text string }
+
+func (l lateEars) Transcribe(ctx context.Context, pcm []float32) (string, error) {
+	return l.TranscribeAs(ctx, pcm, Hearing{})
+}
+
+func (l lateEars) TranscribeAs(ctx context.Context, pcm []float32, h Hearing) (string, error) {
+	if h.Partial {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return l.text, nil
+}
+
+// The verdict on speech that ends hangs on its last words, not on a partial that never heard
+// them: with no partial back by the end of "Stop, wait.", the held speech is decoded then and
+// cancels the reply; "Mm-hmm." decoded the same way still resumes it whole.
+func TestLastWordsJudgeTheSpeech(t *testing.T) {
+	rule := map[string]any{"min_duration_ms": 100, "min_words": 1}
+	evs, _, _ := speakOverTo(t, lateEars{"Stop, wait."}, rule, 800)
+	if countType(evs, "input_audio_buffer.speech_started") != 1 || doneStatus(evs) != "cancelled" {
+		t.Errorf("\"Stop, wait.\" with no partial in hand: %d speech_started, response.done %s; want 1, cancelled",
+			countType(evs, "input_audio_buffer.speech_started"), doneStatus(evs))
+	}
+	evs, got, want := speakOverTo(t, lateEars{"Mm-hmm."}, rule, 800)
+	if n := countType(evs, "input_audio_buffer.speech_started"); n != 0 || doneStatus(evs) != "completed" || got != want {
+		t.Errorf("\"Mm-hmm.\" with no partial in hand: %d speech_started, response.done %s, %d of %d samples; want 0, completed, all",
+			n, doneStatus(evs), got, want)
 	}
 }
 

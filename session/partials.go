@@ -17,7 +17,7 @@ import (
 // only the newest partial of a conversation queued (the older one's worker returns at once), so
 // a partial is never stale by the time it runs. On a plain Ears one decode runs at a time.
 type partials struct {
-	text    atomic.Pointer[string]
+	text    atomic.Pointer[partialText]
 	busy    atomic.Int32 // decode workers running
 	gen     atomic.Int64 // bumped by reset: a decode started before it is dropped
 	decoded int          // samples of the turn the last decode started with (input goroutine)
@@ -131,15 +131,30 @@ type decodeOn struct {
 	logprobs bool
 }
 
+// partialText is a partial transcript and the timeline sample its audio ran to (the turn's
+// audio when its decode started): a partial that ends before the speech did has not heard the
+// last words (lastWords).
+type partialText struct {
+	text string
+	end  int64
+}
+
 // partialCadence is the new audio (16 kHz samples) that starts another partial decode.
 const partialCadence = hearRate / 2
 
 // Partial returns the latest partial transcript ("" when none yet).
 func (p *partials) Partial() string {
+	text, _ := p.inHand()
+	return text
+}
+
+// inHand returns the latest partial transcript and the timeline sample its audio ran to (0, ""
+// when none yet).
+func (p *partials) inHand() (string, int64) {
 	if t := p.text.Load(); t != nil {
-		return *t
+		return t.text, t.end
 	}
-	return ""
+	return "", 0
 }
 
 func (p *partials) reset() {
@@ -174,6 +189,7 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, start int64, item stri
 		return
 	}
 	p.decoded, p.paused = len(pcm), false
+	end := start + int64(len(pcm))
 	snapshot := append([]float32(nil), pcm[max(0, len(pcm)-audio.WhisperSamples):]...)
 	slid := len(pcm) > audio.WhisperSamples
 	if slid {
@@ -204,7 +220,7 @@ func (p *partials) maybeDecode(c decodeOn, pcm []float32, start int64, item stri
 			return // a newer partial is already in hand
 		}
 		p.applied = seq
-		p.text.Store(&text)
+		p.text.Store(&partialText{text: text, end: end})
 		if p.streamedGen != gen {
 			p.streamed, p.streamedGen = "", gen // a new turn
 		}
