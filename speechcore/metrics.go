@@ -64,6 +64,18 @@ func newMetrics(s *Service) *metrics {
 			}
 			return float64(s.Whisper.Stats().PartialsPreempted)
 		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "voiced_silero_runs_total",
+			Help: "Silero VAD model runs: each scores a batch of 32 ms windows from every squelch and turn detector that had one ready.",
+		}, func() float64 {
+			runs, _ := s.sileroBatches()
+			return float64(runs)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "voiced_silero_windows_total",
+			Help: "32 ms windows Silero VAD scored; over voiced_silero_runs_total, the mean batch.",
+		}, func() float64 {
+			_, windows := s.sileroBatches()
+			return float64(windows)
+		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "voiced_kokoro_permit_waiters",
 			Help: "Kokoro callers waiting for the model permit."},
 			func() float64 {
@@ -93,3 +105,11 @@ func (s *Service) ObserveTranscription(r whisper.Result) {
 
 // ObserveSynthesis records one Kokoro piece's duration, from the call to its audio.
 func (s *Service) ObserveSynthesis(d time.Duration) { s.metrics.kokoroPass.Observe(d.Seconds()) }
+
+// sileroBatches is the shared Silero model's runs and the windows they scored (0, 0 without one).
+func (s *Service) sileroBatches() (runs, windows int64) {
+	if s.Silero == nil {
+		return 0, 0
+	}
+	return s.Silero.BatchStats()
+}

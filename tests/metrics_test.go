@@ -106,6 +106,8 @@ func TestMetricsMove(t *testing.T) {
 		`voiced_heard_seconds_total{door="conversation"}`,
 		`voiced_spoken_seconds_total{door="conversation"}`,
 		`voiced_sessions_refused_total{kind="service",reason="auth"}`,
+		`voiced_silero_runs_total`,
+		`voiced_silero_windows_total`,
 	} {
 		if got[series] <= 0 {
 			t.Errorf("%s = %v, want > 0", series, got[series])
@@ -116,6 +118,9 @@ func TestMetricsMove(t *testing.T) {
 		if _, ok := got[series]; !ok {
 			t.Errorf("no %s on /metrics", series)
 		}
+	}
+	if runs, windows := got["voiced_silero_runs_total"], got["voiced_silero_windows_total"]; windows < runs {
+		t.Errorf("Silero scored %v windows in %v runs: each run scores one window at least", windows, runs)
 	}
 	if wait, n := got["voiced_conversation_turn_wait_seconds_sum"], got["voiced_conversation_turn_wait_seconds_count"]; n > 0 && (wait/n < 0.2 || wait/n > 3) {
 		t.Errorf("turn wait mean %.3f s: server_vad waits out 500 ms of silence", wait/n)

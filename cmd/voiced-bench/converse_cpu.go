@@ -25,6 +25,10 @@ type cpuMark struct {
 	server float64 // seconds, the server's process_cpu_seconds_total
 	client float64 // seconds, this process's user + system time
 	ok     bool    // the server's figure was read
+	// sileroRuns, sileroWindows: the server's voiced_silero_runs_total and _windows_total
+	// (sileroOK false: an older server without them).
+	sileroRuns, sileroWindows float64
+	sileroOK                  bool
 }
 
 func (b *converseBench) cpuMark(ctx context.Context) cpuMark {
@@ -33,8 +37,12 @@ func (b *converseBench) cpuMark(ctx context.Context) cpuMark {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		m.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
-	if g, err := b.gauges(ctx, "process_cpu_seconds_total"); err == nil {
+	if g, err := b.gauges(ctx, "process_cpu_seconds_total", "voiced_silero_runs_total", "voiced_silero_windows_total"); err == nil {
 		m.server, m.ok = g["process_cpu_seconds_total"]
+		var okRuns, okWindows bool
+		m.sileroRuns, okRuns = g["voiced_silero_runs_total"]
+		m.sileroWindows, okWindows = g["voiced_silero_windows_total"]
+		m.sileroOK = okRuns && okWindows
 	}
 	return m
 }
@@ -49,6 +57,9 @@ func cpuPerConversation(r *Report, label string, before, after cpuMark, convSeco
 		r.Values["server CPU s per conversation-second, "+label] = (after.server - before.server) / convSeconds
 	}
 	r.Values["  bench client CPU s per conversation-second, "+label] = (after.client - before.client) / convSeconds
+	if runs := after.sileroRuns - before.sileroRuns; before.sileroOK && after.sileroOK && runs > 0 {
+		r.Values["  Silero windows per run (batched across conversations), "+label] = (after.sileroWindows - before.sileroWindows) / runs
+	}
 }
 
 // stages name where a CPU sample was spent: the first rule matching a frame, from the leaf up,

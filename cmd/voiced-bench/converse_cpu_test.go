@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -38,6 +40,34 @@ func TestStageOf(t *testing.T) {
 	for _, tc := range tests {
 		if got := stageOf(sample(tc.stack...)); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.stack, got, tc.want)
+		}
+	}
+}
+
+// The CPU per conversation-second is the server's and the client's CPU between two marks over
+// the conversation-seconds held; the mean Silero batch is the windows over the runs between
+// them, left out when the server has no such counters or ran none.
+func TestCPUPerConversation(t *testing.T) {
+	r := &Report{Values: map[string]float64{}}
+	before := cpuMark{server: 10, client: 1, ok: true, sileroRuns: 100, sileroWindows: 150, sileroOK: true}
+	after := cpuMark{server: 12, client: 1.5, ok: true, sileroRuns: 300, sileroWindows: 950, sileroOK: true}
+	cpuPerConversation(r, "16 concurrent", before, after, 40)
+	for name, want := range map[string]float64{
+		"server CPU s per conversation-second, 16 concurrent":                    0.05,
+		"  bench client CPU s per conversation-second, 16 concurrent":            0.0125,
+		"  Silero windows per run (batched across conversations), 16 concurrent": 4,
+	} {
+		if got, ok := r.Values[name]; !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	r = &Report{Values: map[string]float64{}}
+	old := cpuMark{server: 10, ok: true}
+	cpuPerConversation(r, "1 concurrent", old, cpuMark{server: 11, ok: true}, 10)
+	cpuPerConversation(r, "2 concurrent", before, cpuMark{server: 11, ok: true, sileroRuns: 100, sileroWindows: 150, sileroOK: true}, 10)
+	for name := range r.Values {
+		if strings.Contains(name, "Silero") {
+			t.Errorf("%s reported without counters or runs: %v", name, r.Values[name])
 		}
 	}
 }
