@@ -297,7 +297,9 @@ func (c *conversation) lastWords(n, end int64) string {
 	ctx, cancel := context.WithTimeout(c.ctx, lastWordsWait)
 	defer cancel()
 	asked := time.Now()
-	heard, err := hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.partial()}, in.pcm[from-in.start:end-in.start])
+	// A copy: a decoder given up on may still read it while the buffer is trimmed.
+	held := append([]float32(nil), in.pcm[from-in.start:end-in.start]...)
+	heard, err := hearWith(ctx, c.engines.Ears, Hearing{Conversation: c.convID, Language: c.lang.partial()}, held)
 	if err != nil {
 		c.log.Debug("the last words of speech during a reply were not heard in time: its partial judges", "err", err, "partial", text)
 		return text
