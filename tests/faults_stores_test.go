@@ -236,6 +236,7 @@ func TestFaultsRedisAway(t *testing.T) {
 	c := s.dialRealtime(t, spare, false)
 	c.until("session.created", nil)
 	c.close()
+	s.waitBusyAtMost(t, 1, 15*time.Second) // org acme's cap is 2 and running holds one
 	c2 := s.dialRealtime(t, s.mintGA(t, jwt), false)
 	c2.until("session.created", nil)
 	c2.close()
