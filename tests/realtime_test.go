@@ -174,6 +174,11 @@ func TestRealtimeBargeIn(t *testing.T) {
 	c.until("session.created", nil)
 	c.send(betaSessionUpdate(serverVAD()))
 	c.until("session.updated", nil)
+	// This client plays nothing, so it says so (README: who turns echo cancellation off): with it
+	// on, the residual-echo gate weighs its speech against a reply it never played, at a path
+	// gain it never learned, and may withhold it (make test once heard no barge-in at all).
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"voiced": map[string]any{"echo_cancellation": false}}})
+	c.until("session.updated", nil)
 
 	// A long reply (the echo mind repeats it): 60 sentences, minutes of audio.
 	var long strings.Builder
