@@ -113,6 +113,11 @@ const (
 	erlLearnFrames = 50
 	// maxEchoGainDB bounds a learned echo path gain (a loudspeaker louder than the reference).
 	maxEchoGainDB = 6
+	// quietEchoGain is the echo path gain (−30 dB as a power ratio) the gate assumes for a band
+	// it has not learned while the delay estimator finds no echo at all (delayEst.noEcho): a
+	// headphone user's or an echo-cancelling client's speech quieter than the reply passes,
+	// where the 0 dB a band starts at withheld it as the reply's echo.
+	quietEchoGain = 1e-3
 	// noiseRise: how fast a band's noise floor follows the microphone up (per frame, ×; it
 	// follows down at once): about 4 dB a second.
 	noiseRise = 1.01

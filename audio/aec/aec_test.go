@@ -120,6 +120,44 @@ func TestDelayFound(t *testing.T) {
 	}
 }
 
+// No echo at all (headphones, a client cancelling its own): the delay estimator finds no lag the
+// microphone's energy follows, so noEcho holds and the gate does not weigh speech against a
+// 0 dB echo it never heard; with an echo the same reference is followed and noEcho does not.
+func TestNoEchoFound(t *testing.T) {
+	for _, echo := range []bool{false, true} {
+		f, err := New(Config{Echo: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now()
+		f.SetClock(func() time.Time { return at })
+		seed := uint32(7)
+		rnd := func() float32 {
+			seed = seed*1664525 + 1013904223
+			return float32(seed>>8)/float32(1<<24) - 0.5
+		}
+		ref := make([]float32, 3*Rate)
+		for i := range ref {
+			ref[i] = float32(0.1*float32((i/1600)%3)) * rnd()
+		}
+		mic := make([]float32, len(ref))
+		for i := range mic {
+			if echo && i >= 960 {
+				mic[i] = 0.3 * ref[i-960]
+			}
+			mic[i] += 0.001 * rnd()
+		}
+		f.Far(ref)
+		for i := 0; i < len(mic); i += 320 {
+			f.Process(mic[i : i+320])
+		}
+		if got := f.dl.noEcho(); got == echo {
+			t.Errorf("echo %v: noEcho %v (best correlation %.2f over %.0f frames)", echo, got, f.dl.best, f.dl.n)
+		}
+		f.Close()
+	}
+}
+
 // The reference is a wall-clock schedule: a client that played a reply while sending no
 // microphone audio and speaks afterwards is not cleaned against the reply; one that streams its
 // microphone in real time (up to the tail late) consumes the reference sample for sample.

@@ -407,6 +407,69 @@ func TestInterruptionThroughEcho(t *testing.T) {
 	}
 }
 
+// TestInterruptionWithoutEcho: the same replies and "Stop, wait." at three levels, but no echo
+// reaches the microphone (headphones, or a client that cancels its own echo: hiss alone while
+// the reply plays), through the Filter a WebSocket session keeps by default. The residual-echo
+// gate must not withhold the words as the echo of a reply nobody heard: before delayEst.noEcho
+// it weighed them against the 0 dB echo path a band starts at, and heard 18, 15 and 11 of 20 at
+// −19, −25 and −30 dBFS (19, 20, 20 with it; the one miss at −19 dBFS is the canceller's
+// suppressor: the same without the gate).
+func TestInterruptionWithoutEcho(t *testing.T) {
+	speech := needModel(t)
+	reps := replies(t)
+	wav, err := exec.Command("espeak-ng", "-v", "en+f3", "--stdout", "Stop, wait.").Output()
+	if err != nil {
+		t.Fatalf("espeak-ng: %v", err)
+	}
+	user := soxTo16k(t, "wav", wav)
+	onset := 0
+	for onset < len(user) && math.Abs(float64(user[onset])) < 0.02 {
+		onset++
+	}
+	for _, gain := range []float64{1.5, 0.75, 0.4} {
+		alone := make([]float32, 24000+len(user)+16000)
+		for j, v := range user {
+			alone[24000+j] = v * float32(gain)
+		}
+		base := heldAfter(t, speech, alone, 24000+onset)
+		missed := 0
+		for c := range rooms {
+			f, err := aec.New(aec.Config{Echo: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk := newRealTime(f)
+			for i := c; i < len(reps); i += len(rooms) {
+				rep := reps[i]
+				mic := make([]float32, len(rep)+16000)
+				hiss := uint32(777)
+				for j := range mic {
+					hiss = hiss*1664525 + 1013904223
+					mic[j] = (float32(hiss>>8)/float32(1<<24) - 0.5) * 0.002
+				}
+				at := 24000
+				for j, v := range user {
+					if at+j < len(mic) {
+						mic[at+j] += v * float32(gain)
+					}
+				}
+				f.Far(rep)
+				clean := clk.process(f, mic)[aec.Latency:]
+				if first := heldAfter(t, speech, clean, at+onset); first < 0 || first > base+200*16 {
+					missed++
+					t.Logf("words at %.1f dBFS, conversation %d reply %d: not heard within 200 ms of the words alone (first %d)",
+						energyDB(user[onset:])+20*math.Log10(gain), c, i, first)
+				}
+			}
+			f.Close()
+		}
+		t.Logf("without echo, the words at %.1f dBFS: heard %d/20", energyDB(user[onset:])+20*math.Log10(gain), 20-missed)
+		if missed > 1 {
+			t.Errorf("the words at %.1f dBFS with no echo: %d of 20 not heard within 200 ms of the words alone", energyDB(user[onset:])+20*math.Log10(gain), missed)
+		}
+	}
+}
+
 // heldAfter is how many samples after from server_vad (Hush, OpenAI's defaults) holds the floor
 // on pcm (-1: never): held already by residual echo counts, the reply is cut either way.
 func heldAfter(t testing.TB, speech turn.Speech, pcm []float32, from int) int {

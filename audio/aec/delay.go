@@ -18,6 +18,8 @@ type delayEst struct {
 	cur          int  // the delay applied (frames)
 	cand, stab   int  // the best lag less the slack, and for how many frames it has been best
 	known        bool // cur was estimated (else 0)
+	// best is the best lag's correlation once the sums hold enough frames (else −1).
+	best float64
 }
 
 const (
@@ -26,6 +28,11 @@ const (
 	// delaySlack: frames the reference is delayed less than the estimate, so the direct path
 	// and a lag estimated a frame long still reach the canceller's filter causally.
 	delaySlack = 2
+	// delayNoEcho: with the sums full (delayFull frames of active reference), a best
+	// correlation under it at every lag means no echo reaches the microphone (headphones, a
+	// client that cancels its own echo): noEcho.
+	delayNoEcho = 0.3
+	delayFull   = 100
 	// delayMinCorr, delayStable: a lag is taken when its correlation is over delayMinCorr and
 	// it has been the best for delayStable frames; a taken delay moves only for delayMove
 	// frames or more (each move makes the canceller relearn).
@@ -35,7 +42,7 @@ const (
 )
 
 func newDelayEst(lags int) *delayEst {
-	d := &delayEst{lags: lags, hist: make([][]int16, lags+1), env: make([]float64, lags+1),
+	d := &delayEst{lags: lags, best: -1, hist: make([][]int16, lags+1), env: make([]float64, lags+1),
 		sxy: make([]float64, lags+1), sx: make([]float64, lags+1), sxx: make([]float64, lags+1)}
 	for i := range d.hist {
 		d.hist[i] = make([]int16, FrameSamples)
@@ -65,7 +72,7 @@ func (d *delayEst) push(raw, mic, dst []int16, active bool) {
 			d.sxx[k] = delayForget*d.sxx[k] + x*x
 			d.sxy[k] = delayForget*d.sxy[k] + x*y
 		}
-		if d.n > 100 {
+		if d.n > delayFull {
 			best, bk := -1.0, 0
 			vy := d.syy/d.n - (d.sy/d.n)*(d.sy/d.n)
 			for k := 0; k <= d.lags; k++ {
@@ -78,6 +85,7 @@ func (d *delayEst) push(raw, mic, dst []int16, active bool) {
 					best, bk = r, k
 				}
 			}
+			d.best = best
 			target := max(bk-delaySlack, 0)
 			if best > delayMinCorr {
 				if target == d.cand {
@@ -93,6 +101,10 @@ func (d *delayEst) push(raw, mic, dst []int16, active bool) {
 	}
 	copy(dst, d.hist[(d.at-d.cur+len(d.hist))%len(d.hist)])
 }
+
+// noEcho says whether the microphone's energy has followed the reference's at no delay the
+// tail allows, over the last ~2 s of active reference: no echo reaches it.
+func (d *delayEst) noEcho() bool { return d.n > delayFull && d.best < delayNoEcho }
 
 func abs(x int) int {
 	if x < 0 {

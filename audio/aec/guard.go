@@ -111,8 +111,9 @@ func (f *Filter) guard(mic, out []int16) float32 {
 // detect updates the band powers and the echo estimate with this frame and says whether the
 // microphone holds more than the estimate explains (f.near): per band, the echo is at most the
 // aligned reference's loudest power over the tail times the band's echo path gain (0 dB until
-// learned), plus twice the noise floor; near when the microphone's power over that, with
-// GuardMarginDB, is more than half its power.
+// learned; −30 dB while the delay estimator finds no echo at all, delayEst.noEcho), plus twice
+// the noise floor; near when the microphone's power over that, with GuardMarginDB, is more than
+// half its power.
 func (f *Filter) detect(mic []int16) {
 	f.rs.push(f.ref)
 	f.ms.push(mic)
@@ -140,10 +141,15 @@ func (f *Filter) detect(mic []int16) {
 	if f.peak <= guardFloor {
 		return
 	}
+	noEcho := f.dl.noEcho()
 	var over, tot float64
 	for b := range nBands {
 		m := f.ms.band[b]
-		over += max(0, m-f.marginLin*(f.gLin[b]*f.pk[b]+2*f.noise[b]))
+		g := f.gLin[b]
+		if noEcho && f.gN[b] < erlLearnFrames {
+			g = quietEchoGain // no echo heard at all: not the 0 dB a band starts at
+		}
+		over += max(0, m-f.marginLin*(g*f.pk[b]+2*f.noise[b]))
 		tot += m
 	}
 	f.near = tot > 0 && over > 0.5*tot
