@@ -49,7 +49,8 @@ func runConverse(ctx context.Context, args []string) error {
 	turns := fs.Int("turns", 12, "answered turns for the latency figures (one conversation)")
 	silenceMs := fs.Int("silence-ms", 0, "turn_detection.silence_duration_ms (0: the server's default)")
 	gap := fs.Duration("gap", 300*time.Millisecond, "silence streamed after response.done before the next turn")
-	rampMax := fs.Int("ramp-max", 4, "conversations per core: raise concurrency 1, 2, 4 … up to this (0: skip)")
+	rampMax := fs.Int("ramp-max", 4, "the most concurrent conversations: raise concurrency 1, 2, 4 … up to this (0: skip)")
+	rampList := fs.String("ramp-levels", "", "the ramp's concurrency levels instead of doubling, ascending (64,80,96,112,128: where between two doublings the answer p95 doubles); the last is profiled")
 	rampTurns := fs.Int("ramp-turns", 3, "turns per conversation at each concurrency level")
 	rampThrough := fs.Bool("ramp-through", false, "keep raising concurrency to -ramp-max after the answer p95 doubled (every level measured; the busiest profiled)")
 	idle := fs.Int("idle", 16, "memory per idle conversation: open this many (0: skip)")
@@ -71,6 +72,10 @@ func runConverse(ctx context.Context, args []string) error {
 	}
 	if *turns < 1 || *turns > 1000 || *rampMax < 0 || *rampMax > 256 || *rampTurns < 1 || *rampTurns > 100 || *idle < 0 || *idle > 1000 {
 		return errors.New("-turns 1..1000, -ramp-max 0..256, -ramp-turns 1..100, -idle 0..1000")
+	}
+	levels, err := rampLevels(*rampList, *rampMax)
+	if err != nil {
+		return err
 	}
 	if *mindDelay > 0 {
 		sides := strings.Split(*speculate, ",")
@@ -162,8 +167,8 @@ func runConverse(ctx context.Context, args []string) error {
 
 	// 3. Conversations per core.
 	b.rampThrough = *rampThrough
-	if *rampMax > 0 && ctx.Err() == nil {
-		b.ramp(ctx, r, *rampMax, *rampTurns, baseP95(r))
+	if len(levels) > 0 && ctx.Err() == nil {
+		b.ramp(ctx, r, levels, *rampTurns, baseP95(r))
 	}
 	r.WallS = time.Since(start).Seconds()
 	b.errors.into(r)

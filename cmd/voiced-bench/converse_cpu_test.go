@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -68,6 +69,30 @@ func TestCPUPerConversation(t *testing.T) {
 	for name := range r.Values {
 		if strings.Contains(name, "Silero") {
 			t.Errorf("%s reported without counters or runs: %v", name, r.Values[name])
+		}
+	}
+}
+
+// The ramp doubles up to -ramp-max unless -ramp-levels lists its levels (ascending, 1..256).
+func TestRampLevels(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		max  int
+		want []int
+	}{
+		{"", 16, []int{1, 2, 4, 8, 16}},
+		{"", 20, []int{1, 2, 4, 8, 16}},
+		{"", 0, nil},
+		{"64, 96,128", 0, []int{64, 96, 128}},
+	} {
+		got, err := rampLevels(tc.list, tc.max)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("rampLevels(%q, %d) = %v, %v; want %v", tc.list, tc.max, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"64,32", "0", "300", "a", "8,8"} {
+		if _, err := rampLevels(bad, 4); err == nil {
+			t.Errorf("rampLevels(%q) accepted", bad)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,13 +142,37 @@ func baseP95(r *Report) float64 {
 	return -1
 }
 
+// rampLevels are the ramp's concurrency levels: those listed (ascending, each 1..256), else 1, 2,
+// 4 … up to max.
+func rampLevels(list string, max int) ([]int, error) {
+	var levels []int
+	if list == "" {
+		for conc := 1; conc <= max; conc *= 2 {
+			levels = append(levels, conc)
+		}
+		return levels, nil
+	}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 256 || (len(levels) > 0 && n <= levels[len(levels)-1]) {
+			return nil, fmt.Errorf("-ramp-levels %q: ascending whole numbers 1..256", list)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
+}
+
 // ramp raises the number of concurrent conversations until the answer latency p95 doubles
 // against base (the single-conversation p95; the first level's when base < 0).
-func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int, base float64) {
+func (b *converseBench) ramp(ctx context.Context, r *Report, levels []int, turns int, base float64) {
 	best := 0
 	doubled := false
 	var lastWall time.Duration
-	for conc := 1; conc <= maxConc && ctx.Err() == nil; conc *= 2 {
+	for i, conc := range levels {
+		if ctx.Err() != nil {
+			break
+		}
+		busiest := i == len(levels)-1
 		s := &Series{Name: fmt.Sprintf("answer latency, %d concurrent", conc), Unit: "ms"}
 		after := &Series{Name: fmt.Sprintf("  after speech_stopped, %d concurrent", conc), Unit: "ms"}
 		wait := &Series{Name: fmt.Sprintf("  turn wait (→ speech_stopped), %d concurrent", conc), Unit: "ms"}
@@ -159,7 +184,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 		// The busiest level is profiled for about as long as the level before it took (the
 		// same turns per conversation), so the profile covers the level and little else.
 		var prof sync.WaitGroup
-		if b.debugURL != nil && conc*2 > maxConc && lastWall > 0 {
+		if b.debugURL != nil && busiest && lastWall > 0 {
 			prof.Go(func() {
 				p, err := cpuProfile(ctx, b.debugURL, max(1, int(lastWall.Seconds())), b.profileOut)
 				if err != nil {
@@ -229,7 +254,7 @@ func (b *converseBench) ramp(ctx context.Context, r *Report, maxConc, turns int,
 			continue // -ramp-through: measured past the first doubling; the capacity stays the level before it
 		}
 		best = conc
-		if conc*2 > maxConc {
+		if busiest {
 			r.Notes = append(r.Notes, fmt.Sprintf("answer p95 had not doubled at %d concurrent, the most tried: the capacity is at least that", conc))
 		}
 	}
