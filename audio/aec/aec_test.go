@@ -93,17 +93,7 @@ func TestDelayFound(t *testing.T) {
 	at := time.Now()
 	f.SetClock(func() time.Time { return at }) // a microphone in real time: nothing expires
 	const delay = 150 * Rate / 1000
-	seed := uint32(7)
-	rnd := func() float32 {
-		seed = seed*1664525 + 1013904223
-		return float32(seed>>8)/float32(1<<24) - 0.5
-	}
-	ref := make([]float32, 5*Rate)
-	for i := range ref {
-		burst := (i / 1600) % 3 // 100 ms bursts, every third one silent
-		amp := float32(0.1 * float32(burst))
-		ref[i] = amp * rnd()
-	}
+	ref, rnd := bursts(5 * Rate)
 	mic := make([]float32, len(ref))
 	for i := range mic {
 		if i >= delay {
@@ -120,6 +110,21 @@ func TestDelayFound(t *testing.T) {
 	}
 }
 
+// bursts is n samples of a noise reference in 100 ms bursts at three levels (every third one
+// silent), and the generator that made them, for the microphone's own noise.
+func bursts(n int) (ref []float32, rnd func() float32) {
+	seed := uint32(7)
+	rnd = func() float32 {
+		seed = seed*1664525 + 1013904223
+		return float32(seed>>8)/float32(1<<24) - 0.5
+	}
+	ref = make([]float32, n)
+	for i := range ref {
+		ref[i] = 0.1 * float32((i/1600)%3) * rnd()
+	}
+	return ref, rnd
+}
+
 // No echo at all (headphones, a client cancelling its own): the delay estimator finds no lag the
 // microphone's energy follows, so noEcho holds and the gate does not weigh speech against a
 // 0 dB echo it never heard; with an echo the same reference is followed and noEcho does not.
@@ -131,15 +136,7 @@ func TestNoEchoFound(t *testing.T) {
 		}
 		at := time.Now()
 		f.SetClock(func() time.Time { return at })
-		seed := uint32(7)
-		rnd := func() float32 {
-			seed = seed*1664525 + 1013904223
-			return float32(seed>>8)/float32(1<<24) - 0.5
-		}
-		ref := make([]float32, 3*Rate)
-		for i := range ref {
-			ref[i] = float32(0.1*float32((i/1600)%3)) * rnd()
-		}
+		ref, rnd := bursts(3 * Rate)
 		mic := make([]float32, len(ref))
 		for i := range mic {
 			if echo && i >= 960 {

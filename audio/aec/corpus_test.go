@@ -94,12 +94,16 @@ func echoOf(t testing.TB, reply []float32, rm room) []float32 {
 		t.Fatalf("sox %v: %v: %s", args, err, stderr.String())
 	}
 	mic := int16LE(raw)
-	hiss := uint32(12345)
-	for i := range mic {
-		hiss = hiss*1664525 + 1013904223
-		mic[i] += (float32(hiss>>8)/float32(1<<24) - 0.5) * 0.002
-	}
+	addHiss(mic, 12345)
 	return mic
+}
+
+// addHiss adds the microphone's hiss (uniform, ±0.001: about −65 dBFS) to mic, from seed.
+func addHiss(mic []float32, seed uint32) {
+	for i := range mic {
+		seed = seed*1664525 + 1013904223
+		mic[i] += (float32(seed>>8)/float32(1<<24) - 0.5) * 0.002
+	}
 }
 
 // cancel runs mic through a Filter fed reply as its reference, as the session does: the reply
@@ -339,26 +343,14 @@ func pcm16(x []float32) []byte {
 func TestInterruptionThroughEcho(t *testing.T) {
 	speech := needModel(t)
 	reps := replies(t)
-	wav, err := exec.Command("espeak-ng", "-v", "en+f3", "--stdout", "Stop, wait.").Output()
-	if err != nil {
-		t.Fatalf("espeak-ng: %v", err)
-	}
-	user := soxTo16k(t, "wav", wav)
-	onset := 0
-	for onset < len(user) && math.Abs(float64(user[onset])) < 0.02 {
-		onset++
-	}
+	user, onset := stopWait(t)
 	eng, _ := strconv.Atoi(os.Getenv("AEC_ENGINE"))
 	userGain := 1.5
 	if g, err := strconv.ParseFloat(os.Getenv("AEC_USER"), 64); err == nil {
 		userGain = g
 	}
 	// The detector's own latency on the words alone, in silence: the bound below adds to it.
-	alone := make([]float32, 24000+len(user)+16000)
-	for j, v := range user {
-		alone[24000+j] = v * float32(userGain)
-	}
-	base := heldAfter(t, speech, alone, 24000+onset)
+	base := heldAlone(t, speech, user, onset, userGain)
 	t.Logf("the words alone: held %.0f ms after they start", float64(base)/16)
 	var echoes []float64
 	for i, rep := range reps {
@@ -417,21 +409,9 @@ func TestInterruptionThroughEcho(t *testing.T) {
 func TestInterruptionWithoutEcho(t *testing.T) {
 	speech := needModel(t)
 	reps := replies(t)
-	wav, err := exec.Command("espeak-ng", "-v", "en+f3", "--stdout", "Stop, wait.").Output()
-	if err != nil {
-		t.Fatalf("espeak-ng: %v", err)
-	}
-	user := soxTo16k(t, "wav", wav)
-	onset := 0
-	for onset < len(user) && math.Abs(float64(user[onset])) < 0.02 {
-		onset++
-	}
+	user, onset := stopWait(t)
 	for _, gain := range []float64{1.5, 0.75, 0.4} {
-		alone := make([]float32, 24000+len(user)+16000)
-		for j, v := range user {
-			alone[24000+j] = v * float32(gain)
-		}
-		base := heldAfter(t, speech, alone, 24000+onset)
+		base := heldAlone(t, speech, user, onset, gain)
 		missed := 0
 		for c := range rooms {
 			f, err := aec.New(aec.Config{Echo: true})
@@ -442,11 +422,7 @@ func TestInterruptionWithoutEcho(t *testing.T) {
 			for i := c; i < len(reps); i += len(rooms) {
 				rep := reps[i]
 				mic := make([]float32, len(rep)+16000)
-				hiss := uint32(777)
-				for j := range mic {
-					hiss = hiss*1664525 + 1013904223
-					mic[j] = (float32(hiss>>8)/float32(1<<24) - 0.5) * 0.002
-				}
+				addHiss(mic, 777)
 				at := 24000
 				for j, v := range user {
 					if at+j < len(mic) {
@@ -468,6 +444,32 @@ func TestInterruptionWithoutEcho(t *testing.T) {
 			t.Errorf("the words at %.1f dBFS with no echo: %d of 20 not heard within 200 ms of the words alone", energyDB(user[onset:])+20*math.Log10(gain), missed)
 		}
 	}
+}
+
+// stopWait is the user's "Stop, wait." (espeak-ng's en+f3) at 16 kHz and the sample its words
+// begin at.
+func stopWait(t testing.TB) (user []float32, onset int) {
+	t.Helper()
+	wav, err := exec.Command("espeak-ng", "-v", "en+f3", "--stdout", "Stop, wait.").Output()
+	if err != nil {
+		t.Fatalf("espeak-ng: %v", err)
+	}
+	user = soxTo16k(t, "wav", wav)
+	for onset < len(user) && math.Abs(float64(user[onset])) < 0.02 {
+		onset++
+	}
+	return user, onset
+}
+
+// heldAlone is heldAfter on the words alone at gain, 1.5 s into silence: the detector's own
+// latency, which the corpus's bounds add to.
+func heldAlone(t testing.TB, speech turn.Speech, user []float32, onset int, gain float64) int {
+	t.Helper()
+	alone := make([]float32, 24000+len(user)+16000)
+	for j, v := range user {
+		alone[24000+j] = v * float32(gain)
+	}
+	return heldAfter(t, speech, alone, 24000+onset)
 }
 
 // heldAfter is how many samples after from server_vad (Hush, OpenAI's defaults) holds the floor
